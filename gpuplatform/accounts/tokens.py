@@ -1,0 +1,129 @@
+"""API token services: issue, verify, revoke. Token format: ``gpp_<key id>_<secret>``."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from gpuplatform.accounts.models import ApiToken, TokenScope, User
+from gpuplatform.audit.services import record_event, snapshot
+from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
+
+TOKEN_PREFIX = "gpp"
+MAX_TOKEN_LIFETIME = timedelta(days=366)
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: ApiToken
+    plaintext: str
+
+
+class TokenInvalid(Exception):
+    """The presented token is unknown, malformed, expired or revoked; ``code`` says which."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def issue_api_token(
+    *,
+    actor: User,
+    name: str,
+    scopes: list[str],
+    expires_at: datetime | None = None,
+    owner: User | None = None,
+) -> IssuedToken:
+    """Create a token for ``owner`` (default: the actor). Only a platform-admin may issue one for a
+    service account; nobody issues one for another person. Writes an audit event."""
+    owner = owner or actor
+    if owner.pk != actor.pk and not (actor.is_platform_admin and owner.is_service_account):
+        raise Forbidden("Tokens can only be created for yourself, or by a platform-admin for a service account.")
+    clean_scopes = sorted(set(scopes))
+    if not clean_scopes or any(scope not in TokenScope.values for scope in clean_scopes):
+        raise ValidationFailed("scopes must be a non-empty subset of read, write", field="scopes")
+    if TokenScope.WRITE in clean_scopes and TokenScope.READ not in clean_scopes:
+        clean_scopes = sorted([*clean_scopes, TokenScope.READ])
+    now = timezone.now()
+    if expires_at is not None:
+        if expires_at <= now:
+            raise ValidationFailed("expires_at must be in the future", field="expires_at")
+        if expires_at > now + MAX_TOKEN_LIFETIME:
+            raise ValidationFailed("expires_at may be at most 366 days ahead", field="expires_at")
+    key_id = secrets.token_hex(6)
+    secret = secrets.token_urlsafe(32)
+    with transaction.atomic():
+        if ApiToken.objects.filter(user=owner, name=name, revoked_at__isnull=True).exists():
+            raise Conflict(f"A live token named {name!r} already exists.", code="token_name_taken", field="name")
+        token = ApiToken.objects.create(
+            user=owner,
+            name=name,
+            key_id=key_id,
+            secret_hash=_hash(secret),
+            scopes=clean_scopes,
+            expires_at=expires_at,
+            created_by=actor,
+        )
+        record_event(actor=actor, action="api_token.created", obj=token, after=snapshot(token, TOKEN_FIELDS))
+    return IssuedToken(token=token, plaintext=f"{TOKEN_PREFIX}_{key_id}_{secret}")
+
+
+TOKEN_FIELDS = ("name", "user_id", "scopes", "expires_at", "revoked_at")
+
+
+def revoke_api_token(*, actor: User, token_id: object) -> ApiToken:
+    """Revoke a visible token; revoking twice is a no-op. Locks the token row."""
+    with transaction.atomic():
+        token = ApiToken.objects.visible_to(actor).select_for_update().filter(pk=token_id).first()
+        if token is None:
+            raise NotFound("No such token.")
+        if token.revoked_at is None:
+            before = snapshot(token, TOKEN_FIELDS)
+            token.revoked_at = timezone.now()
+            token.save(update_fields=["revoked_at"])
+            record_event(
+                actor=actor, action="api_token.revoked", obj=token, before=before, after=snapshot(token, TOKEN_FIELDS)
+            )
+    return token
+
+
+def authenticate_token(plaintext: str) -> ApiToken:
+    """The live token for ``plaintext``, or TokenInvalid. Updates last_used_at at most once a minute."""
+    parts = plaintext.split("_", 2)
+    if len(parts) != 3 or parts[0] != TOKEN_PREFIX:
+        raise TokenInvalid("token_malformed", "The bearer token is not a gpuplatform token.")
+    _, key_id, secret = parts
+    token = ApiToken.objects.select_related("user").filter(key_id=key_id).first()
+    # compare_digest keeps the comparison constant-time even though the key id already matched.
+    if token is None or not hmac.compare_digest(token.secret_hash, _hash(secret)):
+        raise TokenInvalid("token_invalid", "The bearer token is not valid.")
+    now = timezone.now()
+    if token.revoked_at is not None:
+        raise TokenInvalid("token_revoked", "The bearer token has been revoked.")
+    if token.expires_at is not None and token.expires_at <= now:
+        raise TokenInvalid("token_expired", "The bearer token has expired.")
+    if not token.user.is_active:
+        raise TokenInvalid("user_inactive", "The token's user is deactivated.")
+    resolution = timedelta(seconds=settings.API_TOKEN_LAST_USED_RESOLUTION_SECONDS)
+    if token.last_used_at is None or now - token.last_used_at > resolution:
+        # A conditional update: concurrent requests do not all write, and no lock is held.
+        ApiToken.objects.filter(pk=token.pk).filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - resolution)
+        ).update(last_used_at=now)
+        token.last_used_at = now
+    return token
+

@@ -1,0 +1,37 @@
+"""Page-number pagination with a capped page size (API_PAGE_SIZE, API_MAX_PAGE_SIZE)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from rest_framework.pagination import CursorPagination, PageNumberPagination
+from rest_framework.request import Request
+
+
+def _page_size(request: Request, param: str) -> int:
+    # Read per request rather than at import, so the settings stay the single source.
+    default, cap = int(settings.API_PAGE_SIZE), int(settings.API_MAX_PAGE_SIZE)
+    raw = request.query_params.get(param)
+    if raw is None:
+        return min(default, cap)
+    try:
+        asked = int(raw)
+    except ValueError:
+        return min(default, cap)
+    return max(1, min(asked, cap))
+
+
+class PagePagination(PageNumberPagination):
+    page_size_query_param = "page_size"
+
+    def get_page_size(self, request: Request) -> int:
+        return _page_size(request, self.page_size_query_param)
+
+
+class NewestFirstCursorPagination(CursorPagination):
+    """For append-only logs: stable under inserts, no COUNT(*) over a large table."""
+
+    ordering = ("-at", "-id")
+    page_size_query_param = "page_size"
+
+    def get_page_size(self, request: Request) -> int:
+        return _page_size(request, self.page_size_query_param)

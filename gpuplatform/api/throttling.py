@@ -1,0 +1,23 @@
+"""Rate limit per API token (per user for sessions, per address for anonymous callers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.request import Request
+from rest_framework.throttling import SimpleRateThrottle
+
+from gpuplatform.accounts.models import ApiToken
+
+
+class TokenRateThrottle(SimpleRateThrottle):
+    scope = "token"
+
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        if isinstance(request.auth, ApiToken):
+            ident = f"token:{request.auth.pk}"
+        elif request.user and request.user.is_authenticated:
+            ident = f"user:{request.user.pk}"
+        else:
+            ident = f"addr:{self.get_ident(request)}"
+        return self.cache_format % {"scope": self.scope, "ident": ident}

@@ -1,0 +1,57 @@
+"""Writing audit events. Callers run inside the transaction of the change they record."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import models, transaction
+
+from gpuplatform.audit.models import AuditEvent
+from gpuplatform.request_id import current_request_id
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID | decimal.Decimal):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    return value
+
+
+def snapshot(obj: models.Model, fields: Iterable[str]) -> dict[str, Any]:
+    """The named fields of ``obj`` as JSON-ready values, for an event's before/after."""
+    return {field: _jsonable(getattr(obj, field)) for field in fields}
+
+
+def record_event(
+    *,
+    actor: Any,
+    action: str,
+    obj: models.Model,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    tenant_id: uuid.UUID | None = None,
+) -> AuditEvent:
+    """Append one event. Must be called inside the change's transaction, so both commit or neither."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("record_event must run inside the transaction of the change it records")
+    return AuditEvent.objects.create(
+        actor=actor if getattr(actor, "pk", None) else None,
+        actor_label=getattr(actor, "username", "") or "system",
+        action=action,
+        object_type=obj._meta.label_lower,
+        object_id=str(obj.pk),
+        object_repr=str(obj)[:200],
+        tenant_id=tenant_id if tenant_id is not None else getattr(obj, "tenant_id", None),
+        before=before,
+        after=after,
+        request_id=current_request_id(),
+    )

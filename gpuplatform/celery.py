@@ -1,0 +1,11 @@
+"""The Celery app. Tasks take ids, have stable explicit names and are idempotent (DESIGN §6)."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuplatform.settings")
+
+app = Celery("gpuplatform")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

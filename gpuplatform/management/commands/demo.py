@@ -1,0 +1,48 @@
+"""`python manage.py demo`: migrate, seed the demo organisation, print how to get in, serve."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from gpuplatform.demo_seed import seed_demo_organisation
+
+
+class Command(BaseCommand):
+    help = "Run the demo: SQLite, no other server needed. Seeds a demo organisation and prints logins."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--seed-only", action="store_true", help="Seed and print, do not serve.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        call_command("migrate", verbosity=0, interactive=False)
+        credentials = seed_demo_organisation()
+        url = f"http://{options['host']}:{options['port']}"
+        lines = [
+            "",
+            "gpuplatform demo",
+            f"  UI:        {url}/",
+            f"  API docs:  {url}/api/docs/",
+            f"  Ready:     {url}/readyz",
+            f"  Log in as platform-admin: {credentials.admin_username} / {credentials.admin_password}",
+            "  (every demo user has that password: alice, bob, rita, carol, dave, erin, frank, fiona, ivan)",
+            "  API tokens (read+write):",
+        ]
+        for who, token in credentials.tokens.items():
+            lines.append(f"    {who}: {token}")
+        first = next(iter(credentials.tokens.values()))
+        lines += [
+            "  Try:",
+            f'    curl -H "Authorization: Bearer {first}" {url}/api/v1/me/',
+            f'    curl -H "Authorization: Bearer {first}" {url}/api/v1/tenants/',
+            "",
+        ]
+        self.stdout.write("\n".join(lines))
+        if options["seed_only"]:
+            return
+        call_command("runserver", f"{options['host']}:{options['port']}", use_reloader=False, use_threading=True)

@@ -1,0 +1,54 @@
+"""Overview and the sections whose issues are still to come."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from gpuplatform.audit.models import AuditEvent
+from tenants.models import Membership, Tenant
+
+COMING = {
+    "queues": (
+        "Queues",
+        "Capacity requests in order with their positions and reasons, the approval inbox, and quota bars per "
+        "flavor (nominal, borrowed, in use). Tenants can already be managed under Tenants.",
+    ),
+    "inventory": (
+        "Inventory",
+        "Clusters with sync health, node pools with capacity per unit kind, GPUs drawn with their MIG "
+        "instances and shares coloured by tenant, fragmentation, and allocation history.",
+    ),
+    "policies": (
+        "Policies",
+        "Sharing policies per node pool (MIG, time-slicing, MPS, HAMi), signed revisions, rollouts to node "
+        "agents with acknowledgements, and drift.",
+    ),
+    "metering": (
+        "Metering",
+        "Hourly usage from Prometheus, rate cards, billing periods and chargeback exports (CSV, XLSX, FOCUS).",
+    ),
+    "slos": ("SLOs", "Queue wait, quota backed by inventory, share delivery, GPU health and rollout SLOs."),
+}
+
+
+@login_required
+def overview(request: HttpRequest) -> HttpResponse:
+    user = request.user
+    tenants = Tenant.objects.visible_to(user)  # type: ignore[arg-type]
+    context = {
+        "tenant_count": tenants.count(),
+        "memberships": Membership.objects.filter(user=user).select_related("tenant").order_by("tenant__path"),
+        "member_count": Membership.objects.visible_to(user).count(),  # type: ignore[arg-type]
+        "recent_events": AuditEvent.objects.visible_to(user)[:8],  # type: ignore[arg-type]
+    }
+    return render(request, "ui/overview.html", context)
+
+
+@login_required
+def section_placeholder(request: HttpRequest, section: str) -> HttpResponse:
+    if section not in COMING:
+        raise Http404("No such page")
+    title, text = COMING[section]
+    return render(request, "ui/section.html", {"title": title, "text": text})

@@ -1,0 +1,52 @@
+"""The composition root: the only part of gpuplatform that imports the domain apps (DESIGN §4)."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from gpuplatform import health
+from gpuplatform.accounts import views as account_views
+from gpuplatform.accounts.api import ApiTokenViewSet, MeView
+from gpuplatform.api.urls import ApiRouter
+from gpuplatform.audit import views as audit_views
+from gpuplatform.audit.api import AuditEventViewSet
+from gpuplatform.ui import views as ui_views
+from tenants import views as tenant_views
+from tenants.api.views import MembershipViewSet, TenantViewSet
+
+router = ApiRouter()
+router.register("tenants", TenantViewSet, basename="tenant")
+router.register("memberships", MembershipViewSet, basename="membership")
+router.register("tokens", ApiTokenViewSet, basename="token")
+router.register("audit-events", AuditEventViewSet, basename="audit-event")
+
+api_v1 = [
+    path("me/", MeView.as_view(), name="me"),
+    path("", include(router.urls)),
+]
+
+urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("api/v1/", include((api_v1, "api"), namespace="api")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+    path("", ui_views.overview, name="overview"),
+    path("tenants/", tenant_views.tenant_tree, name="tenant-tree"),
+    path("tenants/new/", tenant_views.tenant_create, name="tenant-create"),
+    path("tenants/<uuid:tenant_id>/", tenant_views.tenant_detail, name="tenant-detail"),
+    path("tenants/<uuid:tenant_id>/edit/", tenant_views.tenant_edit, name="tenant-edit"),
+    path("tenants/<uuid:tenant_id>/delete/", tenant_views.tenant_delete, name="tenant-delete"),
+    path("tenants/<uuid:tenant_id>/members/add/", tenant_views.membership_add, name="membership-add"),
+    path("memberships/<uuid:membership_id>/edit/", tenant_views.membership_edit, name="membership-edit"),
+    path("memberships/<uuid:membership_id>/remove/", tenant_views.membership_remove, name="membership-remove"),
+    path("tokens/", account_views.token_list, name="token-list"),
+    path("tokens/<uuid:token_id>/revoke/", account_views.token_revoke, name="token-revoke"),
+    path("audit/", audit_views.audit_log, name="audit-log"),
+    path("<slug:section>/", ui_views.section_placeholder, name="section"),
+]

@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
+from tenants.models import Membership, Role, Tenant, TenantState, dns_label
+
+
+class NamespaceSerializer(StrictSerializer):
+    cluster = serializers.CharField(max_length=63, allow_blank=True, default="")
+    namespace = serializers.CharField(max_length=63, validators=[dns_label])
+
+
+class TenantSerializer(StrictModelSerializer):
+    parent = serializers.SerializerMethodField()
+    parent_id = serializers.UUIDField(write_only=True, required=False, allow_null=True)
+    children_count = serializers.IntegerField(read_only=True)
+    member_count = serializers.IntegerField(read_only=True)
+    namespaces = NamespaceSerializer(many=True, required=False)
+    slug = serializers.CharField(max_length=63, validators=[dns_label])
+    state = serializers.ChoiceField(choices=TenantState.choices, required=False)
+
+    class Meta:
+        model = Tenant
+        fields = [
+            "id",
+            "slug",
+            "display_name",
+            "cost_centre",
+            "state",
+            "parent",
+            "parent_id",
+            "depth",
+            "children_count",
+            "member_count",
+            "namespaces",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["id", "depth", "created_at", "updated_at"]
+
+    def get_parent(self, tenant: Tenant) -> str | None:
+        """The parent's id, or null when the parent is outside what the caller may see."""
+        visible = self.context.get("visible_tenant_ids")
+        if tenant.parent_id is None or (visible is not None and tenant.parent_id not in visible):
+            return None
+        return str(tenant.parent_id)
+
+    def to_internal_value(self, data: Any) -> Any:
+        # Accept the read-side name "parent" on writes too, as clients naturally echo it back.
+        if isinstance(data, dict) and "parent" in data and "parent_id" not in data:
+            data = {**data, "parent_id": data["parent"]}
+            data.pop("parent")
+        return super().to_internal_value(data)
+
+
+class MembershipSerializer(StrictModelSerializer):
+    tenant = serializers.PrimaryKeyRelatedField(read_only=True)
+    tenant_id = serializers.UUIDField(write_only=True)
+    tenant_slug = serializers.CharField(source="tenant.slug", read_only=True)
+    user = serializers.CharField(source="user.username", max_length=150)
+    user_display_name = serializers.SerializerMethodField()
+    role = serializers.ChoiceField(choices=Role.choices)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "tenant", "tenant_id", "tenant_slug", "user", "user_display_name", "role", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+    def get_user_display_name(self, membership: Membership) -> str:
+        return membership.user.get_full_name() or membership.user.username
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict) and "tenant" in data and "tenant_id" not in data:
+            data = {**data, "tenant_id": data["tenant"]}
+            data.pop("tenant")
+        return super().to_internal_value(data)
+
+
+class MembershipRoleSerializer(StrictSerializer):
+    role = serializers.ChoiceField(choices=Role.choices)

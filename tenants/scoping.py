@@ -1,0 +1,110 @@
+"""The scoping door: what a user may see and manage of the tenant tree, and of anything a tenant owns.
+
+Roles (DESIGN §1, issue #2): platform-admins and finance see every tenant; a tenant-admin sees and
+manages the subtree of each tenant it administers; a member or viewer sees the tenants it belongs to.
+Every tenant-owned queryset in every app derives from TenantOwnedQuerySet, so the rule lives here once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from functools import reduce
+from operator import or_
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from django.apps import apps
+from django.db import models
+
+if TYPE_CHECKING:
+    from gpuplatform.accounts.models import User
+    from tenants.models import Tenant
+
+ADMIN_ROLE = "tenant-admin"
+_M = TypeVar("_M", bound=models.Model)
+
+
+def _memberships(user: Any) -> list[tuple[str, str, uuid.UUID]]:
+    """(role, tenant path, tenant id) of the user's memberships in active use."""
+    membership = apps.get_model("tenants", "Membership")
+    return list(membership.objects.filter(user=user).values_list("role", "tenant__path", "tenant_id"))
+
+
+def visible_tenant_q(user: Any) -> models.Q | None:
+    """A filter on Tenant selecting what ``user`` may see; None means everything."""
+    if not user.is_authenticated or not user.is_active:
+        return models.Q(pk__in=[])
+    if user.sees_all_tenants:
+        return None
+    memberships = _memberships(user)
+    clauses = [models.Q(path__startswith=path) for role, path, _ in memberships if role == ADMIN_ROLE]
+    direct = [tenant_id for role, _, tenant_id in memberships if role != ADMIN_ROLE]
+    if direct:
+        clauses.append(models.Q(pk__in=direct))
+    return reduce(or_, clauses) if clauses else models.Q(pk__in=[])
+
+
+def manageable_tenant_q(user: Any) -> models.Q | None:
+    """A filter on Tenant selecting what ``user`` may change; None means everything."""
+    if not user.is_authenticated or not user.is_active:
+        return models.Q(pk__in=[])
+    if user.is_platform_admin:
+        return None
+    paths = [path for role, path, _ in _memberships(user) if role == ADMIN_ROLE]
+    return reduce(or_, (models.Q(path__startswith=p) for p in paths)) if paths else models.Q(pk__in=[])
+
+
+def admin_root_paths(user: Any) -> list[str]:
+    """Paths of the tenants where ``user`` holds tenant-admin: the tops of what it manages."""
+    return [path for role, path, _ in _memberships(user) if role == ADMIN_ROLE]
+
+
+def can_manage(user: User, tenant: Tenant) -> bool:
+    if user.is_platform_admin:
+        return True
+    return any(tenant.path.startswith(path) for path in admin_root_paths(user))
+
+
+def can_manage_strictly_below(user: User, tenant: Tenant) -> bool:
+    """True when ``tenant`` lies below (not at) a tenant the user administers: a tenant-admin may
+    restructure and delete inside its subtree, but not move or delete the subtree's own top."""
+    if user.is_platform_admin:
+        return True
+    return any(tenant.path.startswith(path) and tenant.path != path for path in admin_root_paths(user))
+
+
+class TenantQuerySet(models.QuerySet["Tenant"]):
+    def visible_to(self, user: User) -> TenantQuerySet:
+        q = visible_tenant_q(user)
+        return self if q is None else self.filter(q)
+
+    def manageable_by(self, user: User) -> TenantQuerySet:
+        q = manageable_tenant_q(user)
+        return self if q is None else self.filter(q)
+
+    def subtree_of(self, tenant: Tenant) -> TenantQuerySet:
+        return self.filter(path__startswith=tenant.path)
+
+
+class TenantOwnedQuerySet(models.QuerySet[_M]):
+    """For models with a ``tenant`` foreign key: visible when the tenant is."""
+
+    tenant_field = "tenant"
+
+    def visible_to(self, user: User) -> TenantOwnedQuerySet[_M]:
+        q = visible_tenant_q(user)
+        if q is None:
+            return self
+        tenant_model = apps.get_model("tenants", "Tenant")
+        return self.filter(**{f"{self.tenant_field}__in": tenant_model.objects.filter(q).values("pk")})
+
+
+class MembershipQuerySet(TenantOwnedQuerySet["Membership"]):  # type: ignore[name-defined]
+    def visible_to(self, user: User) -> MembershipQuerySet:
+        """Memberships of visible tenants, and always the user's own."""
+        if not user.is_authenticated:
+            return self.none()
+        q = visible_tenant_q(user)
+        if q is None:
+            return self
+        tenant_model = apps.get_model("tenants", "Tenant")
+        return self.filter(models.Q(tenant__in=tenant_model.objects.filter(q).values("pk")) | models.Q(user=user))
