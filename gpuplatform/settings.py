@@ -10,7 +10,11 @@ import os
 from pathlib import Path
 
 import dj_database_url
+import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
+
+# Lets generic Django classes be subscripted at runtime (ModelAdmin[User]), as the type checker wants.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -51,7 +55,9 @@ DEBUG = env_bool("DJANGO_DEBUG", False)
 # Production hardening switch; `manage.py check --deploy` is clean with it on (README).
 SECURE = env_bool("GPUPLATFORM_SECURE", False)
 # The demo and tests run on a fixed development key; a secure deployment refuses to start without one.
-SECRET_KEY = env("SECRET_KEY") or ("" if SECURE else "django-insecure-demo-key-0123456789abcdefghijklmnopqrstuvwxyz")
+SECRET_KEY = env("SECRET_KEY") or (
+    "" if SECURE else "django-insecure-demo-key-0123456789abcdefghijklmnopqrstuvwxyz"
+)
 if not SECRET_KEY:
     raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) must be set when GPUPLATFORM_SECURE=1")
 
@@ -183,7 +189,8 @@ API_TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "gpuplatform.api.authentication.BearerTokenAuthentication",
-        "gpuplatform.api.authentication.SessionAuthentication",
+        # Sessions (CSRF enforced on writes) for the UI and the API docs page.
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["gpuplatform.api.permissions.IsAuthenticatedWithScope"],
     "DEFAULT_PAGINATION_CLASS": "gpuplatform.api.pagination.PagePagination",

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from gpuplatform import health
@@ -21,7 +21,7 @@ router.register("memberships", MembershipViewSet, basename="membership")
 router.register("tokens", ApiTokenViewSet, basename="token")
 router.register("audit-events", AuditEventViewSet, basename="audit-event")
 
-api_v1 = [
+api_v1: list[URLPattern | URLResolver] = [
     path("me/", MeView.as_view(), name="me"),
     path("", include(router.urls)),
 ]
@@ -44,7 +44,9 @@ urlpatterns = [
     path("tenants/<uuid:tenant_id>/delete/", tenant_views.tenant_delete, name="tenant-delete"),
     path("tenants/<uuid:tenant_id>/members/add/", tenant_views.membership_add, name="membership-add"),
     path("memberships/<uuid:membership_id>/edit/", tenant_views.membership_edit, name="membership-edit"),
-    path("memberships/<uuid:membership_id>/remove/", tenant_views.membership_remove, name="membership-remove"),
+    path(
+        "memberships/<uuid:membership_id>/remove/", tenant_views.membership_remove, name="membership-remove"
+    ),
     path("tokens/", account_views.token_list, name="token-list"),
     path("tokens/<uuid:token_id>/revoke/", account_views.token_revoke, name="token-revoke"),
     path("audit/", audit_views.audit_log, name="audit-log"),

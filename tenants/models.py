@@ -36,7 +36,9 @@ class Tenant(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    parent = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="children")
+    parent = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="children"
+    )
     path = models.CharField(max_length=2000, db_index=True, editable=False)
     depth = models.PositiveSmallIntegerField(default=0, editable=False)
     slug = models.CharField(max_length=63, unique=True, validators=[dns_label])
@@ -85,7 +87,9 @@ class Membership(models.Model):
         ordering = ["tenant__path", "user__username"]
         constraints = [
             models.UniqueConstraint(
-                fields=["tenant", "user"], name="membership_unique_user_per_tenant", violation_error_code="duplicate"
+                fields=["tenant", "user"],
+                name="membership_unique_user_per_tenant",
+                violation_error_code="duplicate",
             )
         ]
 
@@ -107,7 +111,9 @@ class TenantNamespace(models.Model):
         ordering = ["cluster", "namespace"]
         constraints = [
             models.UniqueConstraint(
-                fields=["cluster", "namespace"], name="namespace_owned_once", violation_error_code="namespace_taken"
+                fields=["cluster", "namespace"],
+                name="namespace_owned_once",
+                violation_error_code="namespace_taken",
             )
         ]
 

@@ -107,4 +107,6 @@ class MembershipQuerySet(TenantOwnedQuerySet["Membership"]):  # type: ignore[nam
         if q is None:
             return self
         tenant_model = apps.get_model("tenants", "Tenant")
-        return self.filter(models.Q(tenant__in=tenant_model.objects.filter(q).values("pk")) | models.Q(user=user))
+        return self.filter(
+            models.Q(tenant__in=tenant_model.objects.filter(q).values("pk")) | models.Q(user=user)
+        )

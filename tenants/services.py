@@ -46,9 +46,13 @@ def _set_namespaces(tenant: Tenant, namespaces: list[tuple[str, str]]) -> None:
     )
     for clash in clashes:
         # '' means every cluster, so it clashes with the same name on any cluster.
-        if any(ns == clash.namespace and (cl == clash.cluster or "" in (cl, clash.cluster)) for cl, ns in wanted):
+        if any(
+            ns == clash.namespace and (cl == clash.cluster or "" in (cl, clash.cluster)) for cl, ns in wanted
+        ):
             raise Conflict(
-                f"Namespace {clash} already belongs to another tenant.", code="namespace_taken", field="namespaces"
+                f"Namespace {clash} already belongs to another tenant.",
+                code="namespace_taken",
+                field="namespaces",
             )
     current = {(ns.cluster, ns.namespace): ns for ns in tenant.namespaces.all()}
     TenantNamespace.objects.filter(pk__in=[current[key].pk for key in set(current) - wanted]).delete()
@@ -74,7 +78,9 @@ def create_tenant(
         if parent_id is not None:
             parent = _visible_tenant(actor, parent_id, lock=True)
             if not scoping.can_manage(actor, parent):
-                raise Forbidden("Only a tenant-admin of the parent (or a platform-admin) may add tenants here.")
+                raise Forbidden(
+                    "Only a tenant-admin of the parent (or a platform-admin) may add tenants here."
+                )
             if parent.depth + 1 > MAX_DEPTH:
                 raise ValidationFailed(f"The tenant tree is at most {MAX_DEPTH} levels deep.", field="parent")
         elif not actor.is_platform_admin:
@@ -100,7 +106,11 @@ def create_tenant(
         if namespaces:
             _set_namespaces(tenant, namespaces)
         record_event(
-            actor=actor, action="tenant.created", obj=tenant, after=_tenant_snapshot(tenant), tenant_id=tenant.pk
+            actor=actor,
+            action="tenant.created",
+            obj=tenant,
+            after=_tenant_snapshot(tenant),
+            tenant_id=tenant.pk,
         )
     return tenant
 
@@ -135,7 +145,9 @@ def update_tenant(
             elif not actor.is_platform_admin:
                 raise Forbidden("Only platform-admins create top-level tenants.")
         lock_ids = [tenant.pk] + ([new_parent.pk] if new_parent else [])
-        locked = {t.pk: t for t in Tenant.objects.select_for_update().filter(pk__in=lock_ids).order_by("path")}
+        locked = {
+            t.pk: t for t in Tenant.objects.select_for_update().filter(pk__in=lock_ids).order_by("path")
+        }
         tenant = locked[tenant.pk]
         before = _tenant_snapshot(tenant)
         if moving:
@@ -156,7 +168,12 @@ def update_tenant(
         after = _tenant_snapshot(tenant)
         if after != before:
             record_event(
-                actor=actor, action="tenant.updated", obj=tenant, before=before, after=after, tenant_id=tenant.pk
+                actor=actor,
+                action="tenant.updated",
+                obj=tenant,
+                before=before,
+                after=after,
+                tenant_id=tenant.pk,
             )
     return tenant
 
@@ -165,7 +182,9 @@ def _move(*, actor: User, tenant: Tenant, new_parent: Tenant | None) -> None:
     if new_parent is not None:
         if new_parent.path.startswith(tenant.path):
             raise ValidationFailed(
-                "A tenant cannot be moved under itself or one of its descendants.", code="tenant_cycle", field="parent"
+                "A tenant cannot be moved under itself or one of its descendants.",
+                code="tenant_cycle",
+                field="parent",
             )
         if not scoping.can_manage(actor, new_parent):
             raise Forbidden("You may only move tenants under tenants you administer.")
@@ -173,7 +192,10 @@ def _move(*, actor: User, tenant: Tenant, new_parent: Tenant | None) -> None:
     new_path = Tenant.path_for(tenant.pk, new_parent.path if new_parent else None)
     depth_delta = (new_parent.depth + 1 if new_parent else 0) - tenant.depth
     deepest = (
-        Tenant.objects.filter(path__startswith=old_path).order_by("-depth").values_list("depth", flat=True).first()
+        Tenant.objects.filter(path__startswith=old_path)
+        .order_by("-depth")
+        .values_list("depth", flat=True)
+        .first()
     )
     if deepest is not None and deepest + depth_delta > MAX_DEPTH:
         raise ValidationFailed(f"The tenant tree is at most {MAX_DEPTH} levels deep.", field="parent")
@@ -192,7 +214,9 @@ def delete_tenant(*, actor: User, tenant_id: uuid.UUID | str) -> None:
         if not scoping.can_manage_strictly_below(actor, tenant):
             raise Forbidden("Only a platform-admin may delete the top tenant you administer.")
         if tenant.children.exists():
-            raise Conflict("The tenant still has child tenants; move or delete them first.", code="tenant_not_empty")
+            raise Conflict(
+                "The tenant still has child tenants; move or delete them first.", code="tenant_not_empty"
+            )
         if tenant.memberships.exists():
             raise Conflict("The tenant still has members; remove them first.", code="tenant_not_empty")
         before = _tenant_snapshot(tenant)
@@ -215,7 +239,10 @@ def add_membership(*, actor: User, tenant_id: uuid.UUID | str, username: str, ro
             raise Conflict(f"{username} is already a member of {tenant.slug}.", code="duplicate_membership")
         membership = Membership.objects.create(tenant=tenant, user=user, role=role)
         record_event(
-            actor=actor, action="membership.created", obj=membership, after=snapshot(membership, MEMBERSHIP_FIELDS)
+            actor=actor,
+            action="membership.created",
+            obj=membership,
+            after=snapshot(membership, MEMBERSHIP_FIELDS),
         )
     return membership
 
@@ -230,7 +257,9 @@ def _manageable_membership(actor: User, membership_id: uuid.UUID | str) -> Membe
     if not scoping.can_manage(actor, found.tenant):
         raise Forbidden("Only a tenant-admin (or a platform-admin) may manage members.")
     if found.user_id == actor.pk and not actor.is_platform_admin:
-        raise Forbidden("You cannot change your own membership; ask another tenant-admin.", code="own_membership")
+        raise Forbidden(
+            "You cannot change your own membership; ask another tenant-admin.", code="own_membership"
+        )
     return found
 
 
@@ -259,6 +288,9 @@ def remove_membership(*, actor: User, membership_id: uuid.UUID | str) -> None:
     with transaction.atomic():
         membership = _manageable_membership(actor, membership_id)
         record_event(
-            actor=actor, action="membership.deleted", obj=membership, before=snapshot(membership, MEMBERSHIP_FIELDS)
+            actor=actor,
+            action="membership.deleted",
+            obj=membership,
+            before=snapshot(membership, MEMBERSHIP_FIELDS),
         )
         membership.delete()

@@ -36,10 +36,13 @@ def _fail(form: Any, error: DomainError) -> None:
 def tenant_tree(request: HttpRequest) -> HttpResponse:
     user = current_user(request)
     tenants = list(
-        Tenant.objects.visible_to(user)
-        .annotate(member_count=Count("memberships"))
-        .order_by("path")
+        Tenant.objects.visible_to(user).annotate(member_count=Count("memberships")).order_by("path")
     )
+    # Siblings in slug order: the path holds ids, so sort on the chain of ancestor slugs instead.
+    ancestor_ids = {ancestor for t in tenants for ancestor in t.ancestor_ids}
+    slug_of = dict(Tenant.objects.filter(pk__in=ancestor_ids).values_list("pk", "slug"))
+    slug_of.update({t.pk: t.slug for t in tenants})
+    tenants.sort(key=lambda t: [slug_of.get(a, "") for a in t.ancestor_ids] + [t.slug])
     query = request.GET.get("q", "").strip()
     if query:
         lowered = query.lower()
@@ -49,9 +52,7 @@ def tenant_tree(request: HttpRequest) -> HttpResponse:
     rows = [{"tenant": t, "indent": t.depth - base} for t in tenants]
     can_create_root = user.is_platform_admin
     can_create = can_create_root or bool(scoping.admin_root_paths(user))
-    return render(
-        request, "tenants/tree.html", {"rows": rows, "query": query, "can_create": can_create}
-    )
+    return render(request, "tenants/tree.html", {"rows": rows, "query": query, "can_create": can_create})
 
 
 @login_required
@@ -61,7 +62,9 @@ def tenant_detail(request: HttpRequest, tenant_id: uuid.UUID) -> HttpResponse:
     members = Membership.objects.filter(tenant=tenant).select_related("user").order_by("user__username")
     children = Tenant.objects.visible_to(user).filter(parent=tenant).order_by("slug")
     visible_ids = set(Tenant.objects.visible_to(user).values_list("pk", flat=True))
-    ancestors = [t for t in Tenant.objects.filter(pk__in=tenant.ancestor_ids).order_by("depth") if t.pk in visible_ids]
+    ancestors = [
+        t for t in Tenant.objects.filter(pk__in=tenant.ancestor_ids).order_by("depth") if t.pk in visible_ids
+    ]
     context = {
         "tenant": tenant,
         "members": members,
@@ -82,7 +85,9 @@ def tenant_create(request: HttpRequest) -> HttpResponse:
     parents = Tenant.objects.manageable_by(user).order_by("path")
     initial_parent = request.GET.get("parent")
     form = TenantForm(
-        request.POST or None, parent_choices=parents, initial={"parent": initial_parent} if initial_parent else None
+        request.POST or None,
+        parent_choices=parents,
+        initial={"parent": initial_parent} if initial_parent else None,
     )
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -138,7 +143,9 @@ def tenant_edit(request: HttpRequest, tenant_id: uuid.UUID) -> HttpResponse:
         else:
             messages.success(request, f"Saved {data['display_name']}.")
             return redirect("tenant-detail", tenant_id=tenant.pk)
-    return render(request, "tenants/form.html", {"form": form, "title": f"Edit {tenant.display_name}", "tenant": tenant})
+    return render(
+        request, "tenants/form.html", {"form": form, "title": f"Edit {tenant.display_name}", "tenant": tenant}
+    )
 
 
 @login_required
@@ -173,7 +180,9 @@ def membership_add(request: HttpRequest, tenant_id: uuid.UUID) -> HttpResponse:
         except DomainError as error:
             messages.error(request, error.message)
         else:
-            messages.success(request, f"Added {form.cleaned_data['username']} as {form.cleaned_data['role']}.")
+            messages.success(
+                request, f"Added {form.cleaned_data['username']} as {form.cleaned_data['role']}."
+            )
     return redirect("tenant-detail", tenant_id=tenant.pk)
 
 

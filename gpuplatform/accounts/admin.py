@@ -5,7 +5,7 @@ from gpuplatform.accounts.models import User
 
 
 @admin.register(User)
-class PlatformUserAdmin(UserAdmin):  # type: ignore[type-arg]
+class PlatformUserAdmin(UserAdmin[User]):
     list_display = ("username", "email", "platform_role", "is_service_account", "is_active")
     list_filter = ("platform_role", "is_service_account", "is_active")
     fieldsets = (*UserAdmin.fieldsets, ("Platform", {"fields": ("platform_role", "is_service_account")}))  # type: ignore[misc]

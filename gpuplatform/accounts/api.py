@@ -28,12 +28,24 @@ class ApiTokenSerializer(StrictModelSerializer):
 
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "user", "key_id", "scopes", "state", "created_at", "expires_at", "last_used_at"]
+        fields = [
+            "id",
+            "name",
+            "user",
+            "key_id",
+            "scopes",
+            "state",
+            "created_at",
+            "expires_at",
+            "last_used_at",
+        ]
         read_only_fields = ["id", "key_id", "created_at", "last_used_at"]
 
 
 class IssuedTokenSerializer(ApiTokenSerializer):
-    token = serializers.CharField(read_only=True, help_text="Shown once. Send it as 'Authorization: Bearer …'.")
+    token = serializers.CharField(
+        read_only=True, help_text="Shown once. Send it as 'Authorization: Bearer …'."
+    )
 
     class Meta(ApiTokenSerializer.Meta):
         fields = [*ApiTokenSerializer.Meta.fields, "token"]
@@ -71,7 +83,11 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
             if owner is None:
                 raise ValidationFailed("No such user.", code="unknown_user", field="user")
         issued = issue_api_token(
-            actor=self.actor, owner=owner, name=data["name"], scopes=data["scopes"], expires_at=data.get("expires_at")
+            actor=self.actor,
+            owner=owner,
+            name=data["name"],
+            scopes=data["scopes"],
+            expires_at=data.get("expires_at"),
         )
         body = dict(IssuedTokenSerializer(issued.token).data)
         body["token"] = issued.plaintext
@@ -84,7 +100,7 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class MeMembershipSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MeMembershipSerializer(serializers.Serializer[Any]):
     tenant = serializers.UUIDField(source="tenant_id")
     tenant_slug = serializers.CharField(source="tenant.slug")
     tenant_display_name = serializers.CharField(source="tenant.display_name")

@@ -20,7 +20,8 @@ class User(AbstractUser):
 
     platform_role = models.CharField(max_length=20, choices=PlatformRole.choices, default="", blank=True)
     is_service_account = models.BooleanField(
-        default=False, help_text="A non-human identity: cannot log in to the UI, holds tokens made by an admin."
+        default=False,
+        help_text="A non-human identity: cannot log in to the UI, holds tokens made by an admin.",
     )
 
     @property

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -44,7 +46,7 @@ def issue_api_token(
     *,
     actor: User,
     name: str,
-    scopes: list[str],
+    scopes: Sequence[str],
     expires_at: datetime | None = None,
     owner: User | None = None,
 ) -> IssuedToken:
@@ -52,7 +54,9 @@ def issue_api_token(
     service account; nobody issues one for another person. Writes an audit event."""
     owner = owner or actor
     if owner.pk != actor.pk and not (actor.is_platform_admin and owner.is_service_account):
-        raise Forbidden("Tokens can only be created for yourself, or by a platform-admin for a service account.")
+        raise Forbidden(
+            "Tokens can only be created for yourself, or by a platform-admin for a service account."
+        )
     clean_scopes = sorted(set(scopes))
     if not clean_scopes or any(scope not in TokenScope.values for scope in clean_scopes):
         raise ValidationFailed("scopes must be a non-empty subset of read, write", field="scopes")
@@ -68,7 +72,9 @@ def issue_api_token(
     secret = secrets.token_urlsafe(32)
     with transaction.atomic():
         if ApiToken.objects.filter(user=owner, name=name, revoked_at__isnull=True).exists():
-            raise Conflict(f"A live token named {name!r} already exists.", code="token_name_taken", field="name")
+            raise Conflict(
+                f"A live token named {name!r} already exists.", code="token_name_taken", field="name"
+            )
         token = ApiToken.objects.create(
             user=owner,
             name=name,
@@ -85,7 +91,7 @@ def issue_api_token(
 TOKEN_FIELDS = ("name", "user_id", "scopes", "expires_at", "revoked_at")
 
 
-def revoke_api_token(*, actor: User, token_id: object) -> ApiToken:
+def revoke_api_token(*, actor: User, token_id: uuid.UUID | str) -> ApiToken:
     """Revoke a visible token; revoking twice is a no-op. Locks the token row."""
     with transaction.atomic():
         token = ApiToken.objects.visible_to(actor).select_for_update().filter(pk=token_id).first()
@@ -96,7 +102,11 @@ def revoke_api_token(*, actor: User, token_id: object) -> ApiToken:
             token.revoked_at = timezone.now()
             token.save(update_fields=["revoked_at"])
             record_event(
-                actor=actor, action="api_token.revoked", obj=token, before=before, after=snapshot(token, TOKEN_FIELDS)
+                actor=actor,
+                action="api_token.revoked",
+                obj=token,
+                before=before,
+                after=snapshot(token, TOKEN_FIELDS),
             )
     return token
 
@@ -126,4 +136,3 @@ def authenticate_token(plaintext: str) -> ApiToken:
         ).update(last_used_at=now)
         token.last_used_at = now
     return token
-

@@ -30,7 +30,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             return None
         credentials = credentials.strip()
         if not credentials or " " in credentials:
-            raise TokenAuthenticationFailed("token_malformed", "Authorization header must be 'Bearer <token>'.")
+            raise TokenAuthenticationFailed(
+                "token_malformed", "Authorization header must be 'Bearer <token>'."
+            )
         try:
             token = authenticate_token(credentials)
         except TokenInvalid as exc:
@@ -41,11 +43,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         return 'Bearer realm="gpuplatform"'
 
 
-class SessionAuthentication(authentication.SessionAuthentication):
-    """DRF's session auth (CSRF enforced on writes), for the UI's htmx calls and the browsable docs."""
-
-
-class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+class BearerTokenScheme(OpenApiAuthenticationExtension):
     target_class = "gpuplatform.api.authentication.BearerTokenAuthentication"
     name = "bearerAuth"
 

@@ -21,7 +21,7 @@ class IsAuthenticatedWithScope(permissions.BasePermission):
     def has_permission(self, request: Request, view: Any) -> bool:
         if not (request.user and request.user.is_authenticated):
             return False
-        if request.method not in permissions.SAFE_METHODS and isinstance(request.auth, ApiToken):
-            if not request.auth.can_write:
-                raise InsufficientScope()
+        writing = request.method not in permissions.SAFE_METHODS
+        if writing and isinstance(request.auth, ApiToken) and not request.auth.can_write:
+            raise InsufficientScope()
         return True

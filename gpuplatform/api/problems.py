@@ -110,7 +110,12 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     if isinstance(exc, DomainError):
         errors = [{"field": exc.field, "message": exc.message, "code": exc.code}] if exc.field else None
         return problem_response(
-            status_code=exc.status, code=exc.code, title=exc.title, detail=exc.message, errors=errors, instance=instance
+            status_code=exc.status,
+            code=exc.code,
+            title=exc.title,
+            detail=exc.message,
+            errors=errors,
+            instance=instance,
         )
     if isinstance(exc, IntegrityError):
         # A database constraint caught what the service checks missed (a race): a conflict, not a 500.
@@ -131,21 +136,28 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     code = next((value for klass, value in _CODES.items() if isinstance(exc, klass)), None)
     detail = exc.detail
     custom_code = getattr(exc, "problem_code", None)
-    if isinstance(detail, exceptions.ErrorDetail) and detail.code and detail.code not in {
-        "invalid",
-        "error",
-        "parse_error",
-        "not_found",
-        "permission_denied",
-        "throttled",
-        "authentication_failed",
-        "not_authenticated",
-        "method_not_allowed",
-        "unsupported_media_type",
-    }:
+    if (
+        isinstance(detail, exceptions.ErrorDetail)
+        and detail.code
+        and detail.code
+        not in {
+            "invalid",
+            "error",
+            "parse_error",
+            "not_found",
+            "permission_denied",
+            "throttled",
+            "authentication_failed",
+            "not_authenticated",
+            "method_not_allowed",
+            "unsupported_media_type",
+        }
+    ):
         custom_code = custom_code or str(detail.code)
     code = custom_code or code or "error"
-    headers = {key: value for key, value in response.headers.items() if key in {"Retry-After", "WWW-Authenticate"}}
+    headers = {
+        key: value for key, value in response.headers.items() if key in {"Retry-After", "WWW-Authenticate"}
+    }
     if isinstance(exc, exceptions.ValidationError):
         errors = _field_errors(detail)
         # One domain-specific code across all errors (unknown_field, invalid_slug…) is the problem's code;

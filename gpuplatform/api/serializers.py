@@ -24,7 +24,8 @@ class StrictSerializerMixin:
                     {
                         name: [
                             serializers.ErrorDetail(
-                                "Read-only field." if name in fields else "Unknown field.", code="unknown_field"
+                                "Read-only field." if name in fields else "Unknown field.",
+                                code="unknown_field",
                             )
                         ]
                         for name in unknown
@@ -33,9 +34,9 @@ class StrictSerializerMixin:
         return super().to_internal_value(data)  # type: ignore[misc]
 
 
-class StrictSerializer(StrictSerializerMixin, serializers.Serializer):  # type: ignore[type-arg]
+class StrictSerializer(StrictSerializerMixin, serializers.Serializer[Any]):
     pass
 
 
-class StrictModelSerializer(StrictSerializerMixin, serializers.ModelSerializer):  # type: ignore[type-arg]
+class StrictModelSerializer(StrictSerializerMixin, serializers.ModelSerializer[Any]):
     pass

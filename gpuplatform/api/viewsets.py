@@ -29,7 +29,7 @@ def scoped(queryset: QuerySet[Any], user: User) -> QuerySet[Any]:
     return result
 
 
-class ScopedViewSet(viewsets.GenericViewSet):  # type: ignore[type-arg]
+class ScopedViewSet(viewsets.GenericViewSet[Any]):
     queryset: QuerySet[Any]
 
     def get_queryset(self) -> QuerySet[Any]:

@@ -10,7 +10,7 @@ from gpuplatform.api.viewsets import ScopedViewSet
 from gpuplatform.audit.models import AuditEvent
 
 
-class AuditEventSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class AuditEventSerializer(serializers.ModelSerializer[AuditEvent]):
     actor = serializers.CharField(source="actor_label")
 
     class Meta:

@@ -24,8 +24,12 @@ class AuditEvent(models.Model):
     """Append-only. ``tenant_id`` is the tenant the object belongs to, for filtering by tenant."""
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
-    actor_label = models.CharField(max_length=150, help_text="The actor's username, kept if the user is deleted.")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    actor_label = models.CharField(
+        max_length=150, help_text="The actor's username, kept if the user is deleted."
+    )
     action = models.CharField(max_length=64, db_index=True)
     object_type = models.CharField(max_length=64)
     object_id = models.CharField(max_length=64)

@@ -7,6 +7,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from gpuplatform.audit.models import AuditEvent
+from gpuplatform.ui.auth import current_user
 from tenants.models import Membership, Tenant
 
 COMING = {
@@ -27,7 +28,8 @@ COMING = {
     ),
     "metering": (
         "Metering",
-        "Hourly usage from Prometheus, rate cards, billing periods and chargeback exports (CSV, XLSX, FOCUS).",
+        "Hourly usage from Prometheus, rate cards, billing periods and chargeback exports "
+        "(CSV, XLSX, FOCUS).",
     ),
     "slos": ("SLOs", "Queue wait, quota backed by inventory, share delivery, GPU health and rollout SLOs."),
 }
@@ -35,13 +37,13 @@ COMING = {
 
 @login_required
 def overview(request: HttpRequest) -> HttpResponse:
-    user = request.user
-    tenants = Tenant.objects.visible_to(user)  # type: ignore[arg-type]
+    user = current_user(request)
+    tenants = Tenant.objects.visible_to(user)
     context = {
         "tenant_count": tenants.count(),
         "memberships": Membership.objects.filter(user=user).select_related("tenant").order_by("tenant__path"),
-        "member_count": Membership.objects.visible_to(user).count(),  # type: ignore[arg-type]
-        "recent_events": AuditEvent.objects.visible_to(user)[:8],  # type: ignore[arg-type]
+        "member_count": Membership.objects.visible_to(user).count(),
+        "recent_events": AuditEvent.objects.visible_to(user)[:8],
     }
     return render(request, "ui/overview.html", context)
 

@@ -14,7 +14,7 @@ class NamespaceSerializer(StrictSerializer):
 
 
 class TenantSerializer(StrictModelSerializer):
-    parent = serializers.SerializerMethodField()
+    parent = serializers.SerializerMethodField()  # type: ignore[assignment]
     parent_id = serializers.UUIDField(write_only=True, required=False, allow_null=True)
     children_count = serializers.IntegerField(read_only=True)
     member_count = serializers.IntegerField(read_only=True)
@@ -57,7 +57,7 @@ class TenantSerializer(StrictModelSerializer):
 
 
 class MembershipSerializer(StrictModelSerializer):
-    tenant = serializers.PrimaryKeyRelatedField(read_only=True)
+    tenant = serializers.UUIDField(source="tenant_id", read_only=True)
     tenant_id = serializers.UUIDField(write_only=True)
     tenant_slug = serializers.CharField(source="tenant.slug", read_only=True)
     user = serializers.CharField(source="user.username", max_length=150)
@@ -66,7 +66,16 @@ class MembershipSerializer(StrictModelSerializer):
 
     class Meta:
         model = Membership
-        fields = ["id", "tenant", "tenant_id", "tenant_slug", "user", "user_display_name", "role", "created_at"]
+        fields = [
+            "id",
+            "tenant",
+            "tenant_id",
+            "tenant_slug",
+            "user",
+            "user_display_name",
+            "role",
+            "created_at",
+        ]
         read_only_fields = ["id", "created_at"]
 
     def get_user_display_name(self, membership: Membership) -> str:

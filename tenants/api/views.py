@@ -37,14 +37,15 @@ class TenantViewSet(
             super()
             .get_queryset()
             .annotate(
-                children_count=Count("children", distinct=True), member_count=Count("memberships", distinct=True)
+                children_count=Count("children", distinct=True),
+                member_count=Count("memberships", distinct=True),
             )
             .prefetch_related("namespaces")
             .order_by("path")
         )
 
     def get_serializer_context(self) -> dict[str, Any]:
-        context = super().get_serializer_context()
+        context = dict(super().get_serializer_context())
         user = self.request.user
         if user.is_authenticated and not user.sees_all_tenants:
             context["visible_tenant_ids"] = set(Tenant.objects.visible_to(user).values_list("pk", flat=True))
@@ -101,7 +102,10 @@ class MembershipViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         membership = services.add_membership(
-            actor=self.actor, tenant_id=data["tenant_id"], username=data["user"]["username"], role=data["role"]
+            actor=self.actor,
+            tenant_id=data["tenant_id"],
+            username=data["user"]["username"],
+            role=data["role"],
         )
         return Response(self.get_serializer(membership).data, status=status.HTTP_201_CREATED)
 

@@ -49,7 +49,12 @@ def test_parent_outside_your_view_is_shown_as_null(cast, api):
 def test_tenant_admin_creates_a_child_and_the_audit_log_records_it(cast, api):
     response = api(cast.alice).post(
         "/api/v1/tenants/",
-        {"slug": "vision-3d", "display_name": "3D Vision", "parent_id": str(cast.vision.pk), "cost_centre": "CC-9"},
+        {
+            "slug": "vision-3d",
+            "display_name": "3D Vision",
+            "parent_id": str(cast.vision.pk),
+            "cost_centre": "CC-9",
+        },
         format="json",
     )
     assert response.status_code == 201, response.json()
@@ -58,7 +63,9 @@ def test_tenant_admin_creates_a_child_and_the_audit_log_records_it(cast, api):
     assert body["parent"] == str(cast.vision.pk)
     child = Tenant.objects.get(slug="vision-3d")
     assert child.path == f"{cast.vision.path}{child.pk.hex}/"
-    event = api(cast.pat).get("/api/v1/audit-events/", {"action": "tenant.created", "object_id": str(child.pk)})
+    event = api(cast.pat).get(
+        "/api/v1/audit-events/", {"action": "tenant.created", "object_id": str(child.pk)}
+    )
     [row] = event.json()["results"]
     assert row["actor"] == "alice"
     assert row["after"]["slug"] == "vision-3d"
@@ -69,22 +76,32 @@ def test_member_and_viewer_cannot_create_children(cast, api):
     for user in (cast.dana, cast.victor):
         before = database_state(*TREE_TABLES)
         response = api(user).post(
-            "/api/v1/tenants/", {"slug": "x-team", "display_name": "X", "parent_id": str(cast.vision.pk)}, format="json"
+            "/api/v1/tenants/",
+            {"slug": "x-team", "display_name": "X", "parent_id": str(cast.vision.pk)},
+            format="json",
         )
         assert_problem(response, 403, "permission_denied")
         assert database_state(*TREE_TABLES) == before
 
 
 def test_only_platform_admins_create_roots(cast, api):
-    assert_problem(api(cast.rita).post("/api/v1/tenants/", {"slug": "r", "display_name": "R"}, format="json"), 403,
-                   "permission_denied")
-    assert api(cast.pat).post("/api/v1/tenants/", {"slug": "r", "display_name": "R"}, format="json").status_code == 201
+    assert_problem(
+        api(cast.rita).post("/api/v1/tenants/", {"slug": "r", "display_name": "R"}, format="json"),
+        403,
+        "permission_denied",
+    )
+    assert (
+        api(cast.pat).post("/api/v1/tenants/", {"slug": "r", "display_name": "R"}, format="json").status_code
+        == 201
+    )
 
 
 def test_creating_under_an_invisible_parent_is_not_found(cast, api):
     before = database_state(*TREE_TABLES)
     response = api(cast.alice).post(
-        "/api/v1/tenants/", {"slug": "sneaky", "display_name": "S", "parent_id": str(cast.nlp.pk)}, format="json"
+        "/api/v1/tenants/",
+        {"slug": "sneaky", "display_name": "S", "parent_id": str(cast.nlp.pk)},
+        format="json",
     )
     assert_problem(response, 404, "tenant_not_found")
     assert database_state(*TREE_TABLES) == before
@@ -99,15 +116,20 @@ def test_creating_under_an_invisible_parent_is_not_found(cast, api):
         ({"slug": "ok-slug", "display_name": "x", "colour": "red"}, "unknown_field", "colour"),
         ({"slug": "ok-slug"}, "validation_failed", "display_name"),
         ({"slug": "ok-slug", "display_name": "x", "state": "deleted"}, "validation_failed", "state"),
-        ({"slug": "ok-slug", "display_name": "x", "namespaces": [{"namespace": "Not_A_NS"}]}, "invalid_slug",
-         "namespaces[0].namespace"),
+        (
+            {"slug": "ok-slug", "display_name": "x", "namespaces": [{"namespace": "Not_A_NS"}]},
+            "invalid_slug",
+            "namespaces[0].namespace",
+        ),
     ],
 )
 def test_bad_tenant_input_is_a_problem_and_changes_nothing(cast, api, payload, code, field):
     payload = {**payload, "parent_id": str(cast.vision.pk)}
     before = database_state(*TREE_TABLES)
     response = api(cast.alice).post("/api/v1/tenants/", payload, format="json")
-    body = assert_problem(response, 400, "validation_failed" if code in {"max_length", "validation_failed"} else code)
+    body = assert_problem(
+        response, 400, "validation_failed" if code in {"max_length", "validation_failed"} else code
+    )
     assert field in {error["field"] for error in body["errors"]}, body
     if code == "max_length":
         assert any(error["code"] == "max_length" for error in body["errors"])
@@ -115,8 +137,9 @@ def test_bad_tenant_input_is_a_problem_and_changes_nothing(cast, api, payload, c
 
 
 def test_unknown_field_is_named(cast, api):
-    response = api(cast.pat).post("/api/v1/tenants/", {"slug": "ok", "display_name": "x", "colour": "red"},
-                                  format="json")
+    response = api(cast.pat).post(
+        "/api/v1/tenants/", {"slug": "ok", "display_name": "x", "colour": "red"}, format="json"
+    )
     body = assert_problem(response, 400, "unknown_field")
     assert body["errors"] == [{"field": "colour", "message": "Unknown field.", "code": "unknown_field"}]
 
@@ -139,11 +162,13 @@ def test_slug_clash_is_a_conflict(cast, api):
 
 def test_a_tenant_cannot_become_its_own_ancestor(cast, api):
     before = database_state(*TREE_TABLES)
-    response = api(cast.pat).patch(f"/api/v1/tenants/{cast.research.pk}/", {"parent": str(cast.vision.pk)},
-                                   format="json")
+    response = api(cast.pat).patch(
+        f"/api/v1/tenants/{cast.research.pk}/", {"parent": str(cast.vision.pk)}, format="json"
+    )
     assert_problem(response, 400, "tenant_cycle")
-    response = api(cast.pat).patch(f"/api/v1/tenants/{cast.research.pk}/", {"parent": str(cast.research.pk)},
-                                   format="json")
+    response = api(cast.pat).patch(
+        f"/api/v1/tenants/{cast.research.pk}/", {"parent": str(cast.research.pk)}, format="json"
+    )
     assert_problem(response, 400, "tenant_cycle")
     assert database_state(*TREE_TABLES) == before
 
@@ -151,13 +176,17 @@ def test_a_tenant_cannot_become_its_own_ancestor(cast, api):
 def test_moving_a_subtree_rewrites_every_path_and_depth(cast, api):
     # given research (depth 1) with vision and nlp (depth 2) under acme
     # when research moves under globex-ml (depth 1), so research becomes depth 2 and its teams depth 3
-    response = api(cast.pat).patch(f"/api/v1/tenants/{cast.research.pk}/", {"parent_id": str(cast.globex_ml.pk)},
-                                   format="json")
+    response = api(cast.pat).patch(
+        f"/api/v1/tenants/{cast.research.pk}/", {"parent_id": str(cast.globex_ml.pk)}, format="json"
+    )
     assert response.status_code == 200, response.json()
     # then
     vision = Tenant.objects.get(pk=cast.vision.pk)
     assert vision.depth == 3
-    assert vision.path == f"/{cast.globex.pk.hex}/{cast.globex_ml.pk.hex}/{cast.research.pk.hex}/{cast.vision.pk.hex}/"
+    assert (
+        vision.path
+        == f"/{cast.globex.pk.hex}/{cast.globex_ml.pk.hex}/{cast.research.pk.hex}/{cast.vision.pk.hex}/"
+    )
     subtree = api(cast.pat).get("/api/v1/tenants/", {"within": str(cast.globex.pk)})
     assert slugs(subtree) == {"globex", "globex-ml", "research", "vision", "nlp"}
 

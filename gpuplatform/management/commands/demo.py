@@ -45,4 +45,6 @@ class Command(BaseCommand):
         self.stdout.write("\n".join(lines))
         if options["seed_only"]:
             return
-        call_command("runserver", f"{options['host']}:{options['port']}", use_reloader=False, use_threading=True)
+        call_command(
+            "runserver", f"{options['host']}:{options['port']}", use_reloader=False, use_threading=True
+        )

@@ -1,0 +1,110 @@
+"""Tenancy is sacred: every API route, enumerated from the URL configuration, hides tenant B's
+objects from a user of tenant A (404 on detail, absent from lists)."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+from django.urls import include, path
+from rest_framework import mixins, viewsets
+from rest_framework.routers import DefaultRouter
+
+from gpuplatform.accounts.models import ApiToken
+from gpuplatform.audit.models import AuditEvent
+from gpuplatform.urls import urlpatterns as real_urlpatterns
+from tenants.api.serializers import TenantSerializer
+from tenants.models import Membership, Tenant
+from tests.isolation.checker import check_isolation
+from tests.isolation.routes import api_routes
+
+pytestmark = pytest.mark.django_db
+
+# What alice (tenant-admin of vision) and charlie (no tenant) must never see, per route basename.
+FOREIGN_OBJECTS = {
+    "tenant": lambda cast: cast.nlp,
+    "membership": lambda cast: Membership.objects.get(tenant=cast.nlp, user=cast.bob),
+    "token": lambda cast: ApiToken.objects.filter(user=cast.bob).first(),
+    "audit-event": lambda cast: AuditEvent.objects.filter(tenant_id=cast.nlp.pk).first(),
+}
+# Routes about the caller, checked by their own tests (test_me_shows_only_yourself).
+SELF_ROUTES = {"me"}
+
+
+def viewers(cast, api):
+    return {"alice": api(cast.alice), "charlie": api(cast.charlie), "dana": api(cast.dana)}
+
+
+def test_every_api_route_is_covered():
+    basenames = {route.basename for route in api_routes()}
+    assert basenames - set(FOREIGN_OBJECTS) - SELF_ROUTES == set()
+    assert {"tenant", "membership", "token", "audit-event", "me"} <= basenames
+
+
+def test_no_route_shows_or_changes_another_tenants_objects(cast, api):
+    violations = check_isolation(
+        cast=cast, viewers=viewers(cast, api), foreign_objects=FOREIGN_OBJECTS, self_routes=SELF_ROUTES
+    )
+    assert violations == []
+
+
+def test_rita_does_not_see_the_other_organisation(cast, api):
+    foreign = {**FOREIGN_OBJECTS, "tenant": lambda c: c.globex_ml}
+    violations = check_isolation(
+        cast=cast, viewers={"rita": api(cast.rita)}, foreign_objects=foreign, self_routes=SELF_ROUTES
+    )
+    assert [v for v in violations if "tenants/" in v] == []
+
+
+def test_me_shows_only_yourself(cast, api):
+    body = api(cast.alice).get("/api/v1/me/").json()
+    assert body["username"] == "alice"
+    assert [m["tenant_slug"] for m in body["memberships"]] == ["vision"]
+    assert "nlp" not in str(body)
+
+
+# --- The suite catches a route added without scoping ------------------------------------------
+
+
+class LeakyTenantViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """What a careless endpoint looks like: a plain DRF viewset over every tenant."""
+
+    queryset = Tenant.objects.all()
+    serializer_class = TenantSerializer
+
+
+def _urlconf_with_leaky_route() -> str:
+    router = DefaultRouter()
+    router.register("leaky-tenants", LeakyTenantViewSet, basename="leaky-tenant")
+    module = types.ModuleType("tests.isolation.leaky_urls")
+    module.urlpatterns = [path("api/v1/", include(router.urls)), *real_urlpatterns]  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    return module.__name__
+
+
+def test_an_unscoped_route_fails_the_suite(cast, api, settings):
+    urlconf = _urlconf_with_leaky_route()
+    settings.ROOT_URLCONF = urlconf
+    # A route nobody registered an isolation fixture for is a violation by itself...
+    violations = check_isolation(
+        cast=cast,
+        viewers=viewers(cast, api),
+        foreign_objects=FOREIGN_OBJECTS,
+        self_routes=SELF_ROUTES,
+        urlconf=urlconf,
+    )
+    assert any("no isolation fixture for basename 'leaky-tenant'" in v for v in violations)
+    # ...and once it has one, the leak itself is caught on list and detail.
+    violations = check_isolation(
+        cast=cast,
+        viewers={"alice": api(cast.alice)},
+        foreign_objects={**FOREIGN_OBJECTS, "leaky-tenant": lambda c: c.nlp},
+        self_routes=SELF_ROUTES,
+        urlconf=urlconf,
+    )
+    assert "alice: GET api/v1/leaky-tenants/ lists foreign object " + str(cast.nlp.pk) in violations
+    assert any(
+        v.startswith("alice: GET api/v1/leaky-tenants/<pk>/ on a foreign object answered 200")
+        for v in violations
+    )
