@@ -52,7 +52,10 @@ def tenant_tree(request: HttpRequest) -> HttpResponse:
     rows = [{"tenant": t, "indent": t.depth - base} for t in tenants]
     can_create_root = user.is_platform_admin
     can_create = can_create_root or bool(scoping.admin_root_paths(user))
-    return render(request, "tenants/tree.html", {"rows": rows, "query": query, "can_create": can_create})
+    context = {"rows": rows, "query": query, "can_create": can_create}
+    # The live filter (htmx) swaps only the table.
+    template = "tenants/_tree_rows.html" if getattr(request, "htmx", False) else "tenants/tree.html"
+    return render(request, template, context)
 
 
 @login_required

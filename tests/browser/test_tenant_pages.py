@@ -60,3 +60,14 @@ def test_placeholder_sections_render(transactional_db, cast, page: Page, login):
         assert response is not None and response.status == 200
         expect(page.locator("main")).to_contain_text("Coming soon")
     assert page.locator("nav >> text=Audit").count() == 0
+
+
+def test_the_tree_filters_as_you_type(transactional_db, cast, page: Page, login):
+    login(page, "pat")
+    page.click("nav >> text=Tenants")
+    page.fill("input[name=q]", "glob")
+    tree = page.get_by_test_id("tenant-tree")
+    expect(tree.locator("tbody tr")).to_have_count(2)
+    expect(tree).not_to_contain_text("Research")
+    page.fill("input[name=q]", "no-such-team")
+    expect(page.locator("#tenant-rows")).to_contain_text("No tenant matches")
