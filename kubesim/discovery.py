@@ -1,0 +1,108 @@
+"""Discovery documents: /version, /api, /api/v1, /apis, /apis/<group>, /apis/<group>/<version>.
+
+Plain (unaggregated) discovery: kubectl asks for the aggregated v2 form first and falls back to these
+when the server answers plain JSON, as older servers do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from kubesim import registry
+from kubesim.registry import ResourceInfo
+from kubesim.schema import SCHEMA_VERSION
+
+_MAJOR, _MINOR, _PATCH = SCHEMA_VERSION.split(".")
+
+
+def version() -> dict[str, Any]:
+    return {
+        "major": _MAJOR,
+        "minor": _MINOR,
+        "emulationMajor": _MAJOR,
+        "emulationMinor": _MINOR,
+        "minCompatibilityMajor": _MAJOR,
+        "minCompatibilityMinor": str(int(_MINOR) - 1),
+        "gitVersion": f"v{SCHEMA_VERSION}",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.25.0",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    }
+
+
+def api_versions(server_address: str) -> dict[str, Any]:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    }
+
+
+def _gv(group: str, version: str) -> dict[str, str]:
+    return {"groupVersion": f"{group}/{version}", "version": version}
+
+
+def api_group(group: str) -> dict[str, Any] | None:
+    versions = registry.group_versions().get(group)
+    if versions is None:
+        return None
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": group,
+        "versions": [_gv(group, v) for v in versions],
+        "preferredVersion": _gv(group, versions[0]),
+    }
+
+
+def api_group_list() -> dict[str, Any]:
+    groups = [api_group(g) for g in registry.group_versions()]
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [{k: v for k, v in g.items() if k not in ("kind", "apiVersion")} for g in groups if g],
+    }
+
+
+def _hash(info: ResourceInfo) -> str:
+    return hashlib.sha256(f"{info.group}/{info.version}/{info.kind}".encode()).hexdigest()[:11]
+
+
+_SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "binding": ["create"]}
+
+
+def resource_list(group: str, version: str) -> dict[str, Any] | None:
+    infos = registry.resources_in(group, version)
+    if not infos:
+        return None
+    resources: list[dict[str, Any]] = []
+    for info in sorted(infos, key=lambda i: i.plural):
+        entry: dict[str, Any] = {
+            "name": info.plural,
+            "singularName": info.singular,
+            "namespaced": info.namespaced,
+            "kind": info.kind,
+            "verbs": list(info.verbs),
+        }
+        if info.short_names:
+            entry["shortNames"] = list(info.short_names)
+        if info.categories:
+            entry["categories"] = list(info.categories)
+        entry["storageVersionHash"] = _hash(info)
+        resources.append(entry)
+        for sub in info.subresources:
+            resources.append(
+                {
+                    "name": f"{info.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": info.namespaced,
+                    "kind": "Binding" if sub == "binding" else info.kind,
+                    "verbs": _SUBRESOURCE_VERBS[sub],
+                }
+            )
+    gv = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}

@@ -1,0 +1,312 @@
+"""The Kubernetes REST API over the store: routing, auth, verbs, content negotiation, faults.
+
+Paths follow the real server:
+  /api/v1/<plural>[/<name>[/<sub>]]                   cluster-scoped, or every namespace for lists
+  /api/v1/namespaces/<ns>/<plural>[/<name>[/<sub>]]   namespaced
+  /apis/<group>/<version>/...                         the same for named groups
+Errors are Status objects; unknown paths are a bare 404 NotFound Status.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from kubesim import admin, conversion, discovery, errors, registry
+from kubesim.errors import ApiError
+from kubesim.faults import Faults
+from kubesim.http_types import Request, Response, error_response, json_response
+from kubesim.pagination import Paginator
+from kubesim.registry import ResourceInfo
+from kubesim.selectors import compile_matcher
+from kubesim.store import Store
+from kubesim.verbs import Verbs
+from kubesim.watch_serving import DEFAULT_WATCH_TIMEOUT, error_event, serve_watch, too_old
+from kubesim.watchers import Entry
+
+log = logging.getLogger("kubesim")
+
+_ANONYMOUS_PATHS = ("/version", "/healthz", "/livez", "/readyz")
+
+
+@dataclass(slots=True)
+class Route:
+    info: ResourceInfo
+    version: str
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+class Api:
+    def __init__(
+        self,
+        store: Store,
+        faults: Faults,
+        *,
+        token: str,
+        paginator: Paginator,
+        bookmark_interval: float,
+        server_address: str = "127.0.0.1:0",
+    ) -> None:
+        self.store = store
+        self.faults = faults
+        self.token = token
+        self.paginator = paginator
+        self.bookmark_interval = bookmark_interval
+        self.server_address = server_address
+        self.verbs = Verbs(store)
+
+    # ------------------------------------------------------------------------------------- entry
+
+    def handle(self, req: Request) -> Response:
+        try:
+            return self._handle(req)
+        except ApiError as err:
+            return error_response(err)
+        except Exception as exc:  # a bug in kubesim: answer like the server would, and log it
+            log.exception("kubesim: %s %s failed", req.method, req.path)
+            return error_response(errors.internal_error(str(exc)))
+
+    def _authorized(self, req: Request) -> bool:
+        auth = req.headers.get("authorization", "")
+        scheme, _, credential = auth.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(credential.strip(), self.token)
+
+    def _handle(self, req: Request) -> Response:
+        path = req.path.rstrip("/") or "/"
+        anonymous = path in _ANONYMOUS_PATHS and "authorization" not in req.headers
+        if not anonymous and not self._authorized(req):
+            raise errors.unauthorized()
+        if path in ("/healthz", "/livez", "/readyz"):
+            return Response(200, b"ok", content_type="text/plain")
+        if path.startswith("/kubesim"):
+            return admin.handle(self, req, path)
+        parts = [p for p in path.split("/") if p]
+        if req.method == "GET":
+            doc = self._discovery(parts)
+            if doc is not None:
+                return json_response(doc)
+        route = self._route(parts)
+        if route is None:
+            raise errors.resource_not_found_path(path)
+        return self._dispatch(req, route)
+
+    def _discovery(self, parts: list[str]) -> dict[str, Any] | None:
+        if parts == ["version"]:
+            return discovery.version()
+        if parts == ["api"]:
+            return discovery.api_versions(self.server_address)
+        if parts == ["api", "v1"]:
+            return discovery.resource_list("", "v1")
+        if parts == ["apis"]:
+            return discovery.api_group_list()
+        if len(parts) == 2 and parts[0] == "apis":
+            return discovery.api_group(parts[1])
+        if len(parts) == 3 and parts[0] == "apis":
+            return discovery.resource_list(parts[1], parts[2])
+        return None
+
+    def _route(self, parts: list[str]) -> Route | None:
+        if len(parts) >= 3 and parts[:2] == ["api", "v1"]:
+            group, version, rest = "", "v1", parts[2:]
+        elif len(parts) >= 4 and parts[0] == "apis":
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            return None
+        namespace = None
+        if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
+            namespace, rest = rest[1], rest[2:]
+        if not 1 <= len(rest) <= 3:
+            return None
+        info = registry.for_path(group, version, rest[0])
+        if info is None or (namespace is not None and not info.namespaced):
+            return None
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if sub is not None and sub not in info.subresources:
+            return None
+        if name is not None and info.namespaced and namespace is None:
+            return None  # a namespaced object is only addressed inside its namespace
+        return Route(info, version, namespace, name, sub)
+
+    # ----------------------------------------------------------------------------------- dispatch
+
+    def _dispatch(self, req: Request, route: Route) -> Response:
+        method, info = req.method, route.info
+        if route.name is None:
+            if method == "GET":
+                verb = "watch" if req.flag("watch") else "list"
+            elif method == "POST":
+                verb = "create"
+            elif method == "DELETE":
+                verb = "delete"
+            else:
+                raise errors.method_not_allowed()
+        else:
+            verb = {
+                "GET": "get",
+                "PUT": "update",
+                "PATCH": "patch",
+                "DELETE": "delete",
+                "POST": "create",
+            }.get(method, "")
+            if not verb or (method == "POST" and route.subresource != "binding"):
+                raise errors.method_not_allowed()
+            if route.subresource == "binding" and method != "POST":
+                raise errors.method_not_allowed()
+        self._inject(verb, info.plural, req)
+        if verb == "watch":
+            return self._watch(req, route)
+        if verb == "list":
+            return self._list(req, route)
+        if route.subresource == "binding":
+            return self.verbs.bind(req, route.namespace or "", route.name or "", route.version)
+        if verb == "create":
+            return self.verbs.create(req, info, route.version, route.namespace)
+        if verb == "get":
+            return self.render(self._get(route), info, route.version)
+        if verb == "update":
+            return self.verbs.update(
+                req, info, route.version, route.namespace, route.name or "", route.subresource
+            )
+        if verb == "patch":
+            return self.verbs.patch(
+                req, info, route.version, route.namespace, route.name or "", route.subresource
+            )
+        if route.name is None:
+            return self.verbs.delete_collection(req, info, route.version, route.namespace)
+        return self.verbs.delete(req, info, route.version, route.namespace, route.name)
+
+    def _inject(self, verb: str, resource: str, req: Request) -> None:
+        for fault in self.faults.fire(verb, resource, ("latency", "error", "throttle")):
+            if fault.kind == "latency":
+                time.sleep(fault.seconds)
+            elif fault.kind == "throttle":
+                raise errors.too_many_requests(fault.retry_after)
+            elif fault.status == 503:
+                raise errors.service_unavailable()
+            else:
+                raise ApiError(
+                    fault.status,
+                    "InternalError",
+                    "Internal error occurred: injected fault",
+                    [{"message": "injected fault"}],
+                )
+
+    def _get(self, route: Route) -> Entry:
+        entry = self.store.get_entry(route.info.plural, route.namespace, route.name or "")
+        if entry is None:
+            raise errors.not_found(route.info, route.name or "")
+        return entry
+
+    def render(
+        self,
+        entry: Entry,
+        info: ResourceInfo,
+        version: str,
+        status: int = 200,
+        warnings: list[str] | None = None,
+    ) -> Response:
+        headers = {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)} if warnings else {}
+        return Response(status, self.raw(entry, info, version), headers)
+
+    @staticmethod
+    def raw(entry: Entry, info: ResourceInfo, version: str) -> bytes:
+        if version == info.version:
+            return entry.raw
+        return json.dumps(conversion.from_storage(info, entry.obj, version), separators=(",", ":")).encode()
+
+    # -------------------------------------------------------------------------------------- reads
+
+    def _wait_for_rv(self, requested: str | None) -> None:
+        """A resourceVersion newer than the store's: wait briefly, then 504 like the real server."""
+        if not requested or requested == "0":
+            return
+        try:
+            wanted = int(requested)
+        except ValueError as exc:
+            raise errors.bad_request(f"invalid resource version: {requested}") from exc
+        deadline = time.monotonic() + 3.0
+        while self.store.resource_version < wanted:
+            if time.monotonic() > deadline:
+                raise ApiError(
+                    504,
+                    "Timeout",
+                    f"Too large resource version: {wanted}, current: {self.store.resource_version}",
+                    [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                    retry_after=1,
+                )
+            time.sleep(0.01)
+
+    def _list(self, req: Request, route: Route) -> Response:
+        info, q = route.info, req.query
+        limit = int(q.get("limit") or 0)
+        scope = "|".join(
+            (info.plural, route.namespace or "", q.get("labelSelector", ""), q.get("fieldSelector", ""))
+        )
+        token = q.get("continue")
+        if token:
+            if self.faults.fire("list", info.plural, ("expire_continue",)):
+                raise errors.gone(errors.CONTINUE_EXPIRED)
+            page = self.paginator.next_page(token, scope, limit)
+        else:
+            self._wait_for_rv(q.get("resourceVersion"))
+            matcher = compile_matcher(q.get("labelSelector"), q.get("fieldSelector"), info.plural)
+            entries, rv = self.store.list_entries(info.plural, route.namespace, matcher)
+            page = self.paginator.first_page(entries, rv, scope, limit)
+        meta: dict[str, Any] = {"resourceVersion": str(page.rv)}
+        if page.continue_token:
+            meta["continue"] = page.continue_token
+            if not q.get("labelSelector") and not q.get("fieldSelector"):
+                meta["remainingItemCount"] = page.remaining
+        api_version = info.api_version_for(route.version)
+        head = json.dumps(
+            {"kind": f"{info.kind}List", "apiVersion": api_version, "metadata": meta}, separators=(",", ":")
+        ).encode()
+        items = b",".join(self.raw(e, info, route.version) for e in page.entries)
+        return Response(200, head[:-1] + b',"items":[' + items + b"]}")
+
+    def _watch(self, req: Request, route: Route) -> Response:
+        info, q = route.info, req.query
+        rv_param = q.get("resourceVersion", "")
+        since = None if rv_param in ("", "0") else int(rv_param) if rv_param.isdigit() else None
+        if rv_param and rv_param != "0" and since is None:
+            raise errors.bad_request(f"invalid resource version: {rv_param}")
+        if since is not None:
+            self._wait_for_rv(rv_param)
+        if self.faults.fire("watch", info.plural, ("expire_watch",)):
+            body = error_event(errors.too_old_resource_version(since or 0, self.store.resource_version))
+            return Response(200, headers={}, stream=iter([body]))
+        matcher = compile_matcher(q.get("labelSelector"), q.get("fieldSelector"), info.plural)
+        convert = None if route.version == info.version else (lambda e: self.raw(e, info, route.version))
+        try:
+            stream = self.store.watch(info.plural, route.namespace, since, matcher, convert)
+        except ApiError as err:
+            if err.status == 410 and since is not None:
+                return Response(200, stream=iter([too_old(since, self.store, info.plural)]))
+            raise
+        cut = self.faults.fire("watch", info.plural, ("cut_watch",))
+        timeout = float(q.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT)
+        chunks = serve_watch(
+            self.store,
+            info,
+            route.version,
+            stream,
+            timeout=timeout,
+            bookmarks=req.flag("allowWatchBookmarks"),
+            bookmark_interval=self.bookmark_interval,
+            cut_after=cut[0].after_events if cut else None,
+            client_gone=req.client_gone,
+        )
+        return Response(200, stream=chunks)
+
+
+def parse_target(target: str) -> tuple[str, dict[str, str]]:
+    split = urlsplit(target)
+    return split.path, dict(parse_qsl(split.query, keep_blank_values=True))

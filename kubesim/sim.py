@@ -1,0 +1,182 @@
+"""Starting and stopping a simulator: store + HTTP server + kubeconfig (+ scenario, objects, controllers).
+
+with kubesim.start(scenario="empty") as sim:
+    core = kubernetes.client.CoreV1Api(sim.api_client())
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+
+from kubesim.faults import Faults
+from kubesim.loader import load_objects
+from kubesim.pagination import Paginator
+from kubesim.rest import Api
+from kubesim.server import KubeHTTPServer, ServerThread
+from kubesim.store import DEFAULT_HISTORY_WINDOW, Store
+
+log = logging.getLogger("kubesim")
+
+DEFAULT_BOOKMARK_INTERVAL = 60.0  # the real watch cache sends bookmarks about once a minute
+DEFAULT_CONTINUE_TTL = 300.0  # etcd's default compaction interval: continue tokens live about this long
+EMPTY = "empty"
+
+
+def scenario_objects(name: str, *, nodes: int, seed: int) -> tuple[list[dict[str, Any]], Any]:
+    """Objects and truth of a scenario; "empty" needs no scenario package."""
+    if name == EMPTY:
+        return [], None
+    try:
+        from kubesim.scenarios import NAMES, build
+    except ImportError as exc:
+        raise ValueError(f"scenario {name!r} needs kubesim.scenarios, which is not available: {exc}") from exc
+    if name not in NAMES:
+        raise ValueError(f"unknown scenario {name!r}; known: {', '.join([EMPTY, *NAMES])}")
+    scenario = build(name, nodes=nodes, seed=seed)
+    return list(scenario.objects), getattr(scenario, "truth", None)
+
+
+def _start_controllers(store: Store, enabled: set[str] | None, seed: int) -> Any:
+    try:
+        from kubesim.controllers import start_controllers
+    except ImportError as exc:
+        raise ValueError(f"controllers need kubesim.controllers, which is not available: {exc}") from exc
+    return start_controllers(store, enabled=enabled, seed=seed)
+
+
+class Sim:
+    def __init__(
+        self,
+        store: Store,
+        faults: Faults,
+        api: Api,
+        server: KubeHTTPServer,
+        token: str,
+        kubeconfig_path: Path,
+        truth: Any = None,
+    ) -> None:
+        self.store = store
+        self.faults = faults
+        self.api = api
+        self.token = token
+        self.kubeconfig_path = kubeconfig_path
+        self.truth = truth
+        self._server = server
+        self._thread = ServerThread(server)
+        self._controllers: Any = None
+        self._owned_kubeconfig = False
+        host, port = server.server_address[:2]
+        self.host, self.port = str(host), int(port)
+        self.url = f"http://{self.host}:{self.port}"
+
+    def api_client(self) -> Any:
+        """A `kubernetes.client.ApiClient` configured for this simulator (its own Configuration)."""
+        from kubernetes import client
+
+        config = client.Configuration(
+            host=self.url, api_key={"authorization": self.token}, api_key_prefix={"authorization": "Bearer"}
+        )
+        return client.ApiClient(config)
+
+    def compact(self) -> int:
+        """Trim watch history and expire continue tokens now."""
+        self.api.paginator.expire_all()
+        return self.store.compact()
+
+    def stop(self) -> None:
+        if self._controllers is not None:
+            self._controllers.stop()
+            self._controllers = None
+        self.store.close_watches()
+        self._thread.stop()
+        if self._owned_kubeconfig:
+            self.kubeconfig_path.unlink(missing_ok=True)
+
+    def __enter__(self) -> Sim:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def write_kubeconfig(path: Path, url: str, token: str) -> None:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "kubesim",
+        "preferences": {},
+        "clusters": [{"name": "kubesim", "cluster": {"server": url}}],
+        "users": [{"name": "kubesim", "user": {"token": token}}],
+        "contexts": [
+            {"name": "kubesim", "context": {"cluster": "kubesim", "user": "kubesim", "namespace": "default"}}
+        ],
+    }
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+    os.chmod(tmp, 0o600)
+    tmp.replace(path)
+
+
+def start(
+    *,
+    scenario: str = EMPTY,
+    nodes: int = 0,
+    seed: int = 0,
+    objects_dir: str | Path | None = None,
+    replace: bool = False,
+    controllers: bool | str | Iterable[str] | None = None,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    kubeconfig_path: str | Path | None = None,
+    history_window: int = DEFAULT_HISTORY_WINDOW,
+    bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
+    continue_ttl: float = DEFAULT_CONTINUE_TTL,
+    token: str | None = None,
+) -> Sim:
+    """Start a simulator serving on host:port (0: any free port) and write its kubeconfig.
+
+    controllers: None/False none, True or "all" every controller, or names of the ones to run.
+    objects_dir: files loaded on top of the scenario's objects (replacing them with replace=True).
+    """
+    store = Store(history_window=history_window, seed=seed)
+    objects, truth = scenario_objects(scenario, nodes=nodes, seed=seed)
+    if objects_dir is not None:
+        loaded = load_objects(objects_dir)
+        objects = loaded.objects if replace else [*objects, *loaded.objects]
+    store.bulk_load(objects)
+    faults = Faults(seed)
+    token = token or secrets.token_urlsafe(24)
+    api = Api(
+        store, faults, token=token, paginator=Paginator(continue_ttl), bookmark_interval=bookmark_interval
+    )
+    server = KubeHTTPServer((host, port), api)
+    api.server_address = f"{host}:{server.server_address[1]}"
+    owned = kubeconfig_path is None
+    if kubeconfig_path is None:
+        fd, name = tempfile.mkstemp(prefix="kubesim-", suffix=".kubeconfig")
+        os.close(fd)
+        kubeconfig_path = name
+    sim = Sim(store, faults, api, server, token, Path(kubeconfig_path), truth)
+    sim._owned_kubeconfig = owned
+    write_kubeconfig(sim.kubeconfig_path, sim.url, token)
+    sim._thread.start()
+    if controllers:
+        enabled = (
+            None
+            if controllers is True or controllers == "all"
+            else ({controllers} if isinstance(controllers, str) else set(controllers))
+        )
+        sim._controllers = _start_controllers(store, enabled, seed)
+    log.info("kubesim: serving %s (%d objects, rv %d)", sim.url, len(objects), store.resource_version)
+    return sim
