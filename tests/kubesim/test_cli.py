@@ -13,12 +13,27 @@ from tests.kubesim_fixtures import REPO_ROOT
 
 def test_cli_serves_objects_and_writes_a_kubeconfig(tmp_path):
     (tmp_path / "objects").mkdir()
-    (tmp_path / "objects" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-cli}\n")
+    (tmp_path / "objects" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-cli}\n"
+    )
     kubeconfig = tmp_path / "kubeconfig"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kubesim", "--port", "0", "--kubeconfig", str(kubeconfig), "--no-controllers",
-         "--objects", str(tmp_path / "objects")],
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "kubesim",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--no-controllers",
+            "--objects",
+            str(tmp_path / "objects"),
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 20

@@ -22,9 +22,10 @@ def test_pagination_covers_every_object_exactly_once(kubesim):
     core.create_namespaced_pod("default", pod("p-late"))
     core.delete_namespaced_pod("p-050", "default")
 
-    names, page, rvs = [], first, set()
+    names: list[str] = []
+    page, rvs = first, set()
     while True:
-        names += [p.metadata.name for p in page.items]
+        names += [str(p.metadata.name) for p in page.items]
         rvs.add(page.metadata.resource_version)
         if not page.metadata.var_continue:
             break
