@@ -8,6 +8,7 @@ Every tenant-owned queryset in every app derives from TenantOwnedQuerySet, so th
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from functools import reduce
 from operator import or_
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,17 +30,41 @@ def _memberships(user: Any) -> list[tuple[str, str, uuid.UUID]]:
     return list(membership.objects.filter(user=user).values_list("role", "tenant__path", "tenant_id"))
 
 
+@dataclass(frozen=True)
+class Visibility:
+    """What one user sees of the tree, read once: decide many tenants without a query each."""
+
+    sees_all: bool
+    admin_paths: tuple[str, ...]
+    direct_ids: frozenset[uuid.UUID]
+
+    def sees_path(self, tenant_id: uuid.UUID, path: str) -> bool:
+        if self.sees_all or tenant_id in self.direct_ids:
+            return True
+        return any(path.startswith(admin_path) for admin_path in self.admin_paths)
+
+
+def visibility_of(user: Any) -> Visibility:
+    if not user.is_authenticated or not user.is_active:
+        return Visibility(sees_all=False, admin_paths=(), direct_ids=frozenset())
+    if user.sees_all_tenants:
+        return Visibility(sees_all=True, admin_paths=(), direct_ids=frozenset())
+    memberships = _memberships(user)
+    return Visibility(
+        sees_all=False,
+        admin_paths=tuple(path for role, path, _ in memberships if role == ADMIN_ROLE),
+        direct_ids=frozenset(tenant_id for role, _, tenant_id in memberships if role != ADMIN_ROLE),
+    )
+
+
 def visible_tenant_q(user: Any) -> models.Q | None:
     """A filter on Tenant selecting what ``user`` may see; None means everything."""
-    if not user.is_authenticated or not user.is_active:
-        return models.Q(pk__in=[])
-    if user.sees_all_tenants:
+    visibility = visibility_of(user)
+    if visibility.sees_all:
         return None
-    memberships = _memberships(user)
-    clauses = [models.Q(path__startswith=path) for role, path, _ in memberships if role == ADMIN_ROLE]
-    direct = [tenant_id for role, _, tenant_id in memberships if role != ADMIN_ROLE]
-    if direct:
-        clauses.append(models.Q(pk__in=direct))
+    clauses = [models.Q(path__startswith=path) for path in visibility.admin_paths]
+    if visibility.direct_ids:
+        clauses.append(models.Q(pk__in=visibility.direct_ids))
     return reduce(or_, clauses) if clauses else models.Q(pk__in=[])
 
 

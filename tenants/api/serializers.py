@@ -43,8 +43,11 @@ class TenantSerializer(StrictModelSerializer):
 
     def get_parent(self, tenant: Tenant) -> str | None:
         """The parent's id, or null when the parent is outside what the caller may see."""
-        visible = self.context.get("visible_tenant_ids")
-        if tenant.parent_id is None or (visible is not None and tenant.parent_id not in visible):
+        visibility = self.context.get("visibility")
+        if tenant.parent_id is None:
+            return None
+        parent_path = tenant.path[: tenant.path.rstrip("/").rfind("/") + 1]
+        if visibility is not None and not visibility.sees_path(tenant.parent_id, parent_path):
             return None
         return str(tenant.parent_id)
 

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpuplatform.api.viewsets import ScopedViewSet
-from tenants import services
+from tenants import scoping, services
 from tenants.api.filters import MembershipFilter, TenantFilter
 from tenants.api.serializers import MembershipRoleSerializer, MembershipSerializer, TenantSerializer
 from tenants.models import Membership, Tenant
@@ -46,9 +46,7 @@ class TenantViewSet(
 
     def get_serializer_context(self) -> dict[str, Any]:
         context = dict(super().get_serializer_context())
-        user = self.request.user
-        if user.is_authenticated and not user.sees_all_tenants:
-            context["visible_tenant_ids"] = set(Tenant.objects.visible_to(user).values_list("pk", flat=True))
+        context["visibility"] = scoping.visibility_of(self.request.user)
         return context
 
     def _respond(self, tenant: Tenant, status_code: int = status.HTTP_200_OK) -> Response:
