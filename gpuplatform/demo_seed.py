@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from gpuplatform.accounts.models import ApiToken, PlatformRole, TokenScope, User
 from gpuplatform.accounts.tokens import issue_api_token
+from inventory.models import Cluster
+from inventory.services import create_cluster, update_cluster
 from tenants.models import Membership, Tenant
 from tenants.services import add_membership, create_tenant
 
@@ -97,3 +99,15 @@ def seed_demo_organisation() -> DemoCredentials:
             issued = issue_api_token(actor=user, name=TOKEN_NAME, scopes=[TokenScope.READ, TokenScope.WRITE])
             tokens[f"{username} (tenant-admin of {slug})"] = issued.plaintext
     return DemoCredentials(admin_username="admin", admin_password=DEMO_PASSWORD, tokens=tokens)
+
+
+DEMO_CLUSTER = "demo"
+
+
+def seed_demo_cluster(*, kubeconfig: str) -> Cluster:
+    """Register (or re-point, as the simulator's port changes per run) the demo cluster."""
+    admin = User.objects.get(username="admin")
+    existing = Cluster.objects.filter(name=DEMO_CLUSTER).first()
+    if existing is None:
+        return create_cluster(actor=admin, name=DEMO_CLUSTER, kubeconfig=kubeconfig)
+    return update_cluster(actor=admin, cluster_id=existing.pk, kubeconfig=kubeconfig)

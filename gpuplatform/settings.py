@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "gpuplatform.audit",
     "gpuplatform.ui",
     "tenants",
+    "inventory",
 ]
 
 MIDDLEWARE = [
@@ -248,3 +249,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
+
+# Inventory (issue #4). Kubeconfigs are encrypted at rest with this Fernet key (urlsafe base64 of 32
+# bytes); unset outside secure mode, a key is derived from SECRET_KEY so the demo and tests just work.
+GPUPLATFORM_ENCRYPTION_KEY = env("GPUPLATFORM_ENCRYPTION_KEY")
+# Seconds between full resyncs (re-list and reconcile, counting drift) while watching.
+INVENTORY_RESYNC_SECONDS = env_int("INVENTORY_RESYNC_SECONDS", 600)
+# Page size of the paginated lists from the Kubernetes API.
+INVENTORY_LIST_PAGE_SIZE = env_int("INVENTORY_LIST_PAGE_SIZE", 500)

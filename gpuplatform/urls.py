@@ -12,6 +12,16 @@ from gpuplatform.api.urls import ApiRouter
 from gpuplatform.audit import views as audit_views
 from gpuplatform.audit.api import AuditEventViewSet
 from gpuplatform.ui import views as ui_views
+from inventory import views as inventory_views
+from inventory.api.views import (
+    AllocationViewSet,
+    ClusterViewSet,
+    FragmentationViewSet,
+    GpuViewSet,
+    NodePoolViewSet,
+    NodeViewSet,
+    ResourceClaimViewSet,
+)
 from tenants import views as tenant_views
 from tenants.api.views import MembershipViewSet, TenantViewSet
 
@@ -20,6 +30,13 @@ router.register("tenants", TenantViewSet, basename="tenant")
 router.register("memberships", MembershipViewSet, basename="membership")
 router.register("tokens", ApiTokenViewSet, basename="token")
 router.register("audit-events", AuditEventViewSet, basename="audit-event")
+router.register("clusters", ClusterViewSet, basename="cluster")
+router.register("node-pools", NodePoolViewSet, basename="node-pool")
+router.register("nodes", NodeViewSet, basename="node")
+router.register("gpus", GpuViewSet, basename="gpu")
+router.register("resource-claims", ResourceClaimViewSet, basename="resource-claim")
+router.register("allocations", AllocationViewSet, basename="allocation")
+router.register("fragmentation", FragmentationViewSet, basename="fragmentation")
 
 api_v1: list[URLPattern | URLResolver] = [
     path("me/", MeView.as_view(), name="me"),
@@ -50,5 +67,10 @@ urlpatterns = [
     path("tokens/", account_views.token_list, name="token-list"),
     path("tokens/<uuid:token_id>/revoke/", account_views.token_revoke, name="token-revoke"),
     path("audit/", audit_views.audit_log, name="audit-log"),
+    path("inventory/", inventory_views.clusters, name="inventory"),
+    path("inventory/pools/<uuid:pool_id>/", inventory_views.pool_detail, name="inventory-pool"),
+    path("inventory/nodes/<uuid:node_id>/", inventory_views.node_detail, name="inventory-node"),
+    path("inventory/fragmentation/", inventory_views.fragmentation, name="inventory-fragmentation"),
+    path("inventory/allocations/", inventory_views.allocations, name="inventory-allocations"),
     path("<slug:section>/", ui_views.section_placeholder, name="section"),
 ]

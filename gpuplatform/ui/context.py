@@ -11,7 +11,7 @@ SECTIONS = [
     ("overview", "Overview", "overview", None),
     ("tenants", "Tenants", "tenant-tree", None),
     ("queues", "Queues", "section", "queues"),
-    ("inventory", "Inventory", "section", "inventory"),
+    ("inventory", "Inventory", "inventory", None),
     ("policies", "Policies", "section", "policies"),
     ("metering", "Metering", "section", "metering"),
     ("slos", "SLOs", "section", "slos"),

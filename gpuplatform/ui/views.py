@@ -16,11 +16,6 @@ COMING = {
         "Capacity requests in order with their positions and reasons, the approval inbox, and quota bars per "
         "flavor (nominal, borrowed, in use). Tenants can already be managed under Tenants.",
     ),
-    "inventory": (
-        "Inventory",
-        "Clusters with sync health, node pools with capacity per unit kind, GPUs drawn with their MIG "
-        "instances and shares coloured by tenant, fragmentation, and allocation history.",
-    ),
     "policies": (
         "Policies",
         "Sharing policies per node pool (MIG, time-slicing, MPS, HAMi), signed revisions, rollouts to node "

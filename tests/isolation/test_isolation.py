@@ -16,6 +16,7 @@ from gpuplatform.audit.models import AuditEvent
 from gpuplatform.urls import urlpatterns as real_urlpatterns
 from tenants.api.serializers import TenantSerializer
 from tenants.models import Membership, Tenant
+from tests.inventory import factories as inv
 from tests.isolation.checker import check_isolation
 from tests.isolation.routes import api_routes
 
@@ -27,6 +28,15 @@ FOREIGN_OBJECTS = {
     "membership": lambda cast: Membership.objects.get(tenant=cast.nlp, user=cast.bob),
     "token": lambda cast: ApiToken.objects.filter(user=cast.bob).first(),
     "audit-event": lambda cast: AuditEvent.objects.filter(tenant_id=cast.nlp.pk).first(),
+    # Inventory: clusters, nodes and GPUs are platform objects; pools dedicated to another tenant,
+    # and another tenant's claims and allocations, are invisible.
+    "cluster": lambda cast: inv.cluster(),
+    "node-pool": lambda cast: inv.pool("nlp-only", tenant=cast.nlp),
+    "node": lambda cast: inv.node(),
+    "gpu": lambda cast: inv.gpu(),
+    "resource-claim": lambda cast: inv.claim(tenant=cast.nlp, namespace="team-nlp"),
+    "allocation": lambda cast: inv.allocation(tenant=cast.nlp, namespace="team-nlp"),
+    "fragmentation": lambda cast: inv.pool("nlp-only", tenant=cast.nlp),
 }
 # Routes about the caller, checked by their own tests (test_me_shows_only_yourself).
 SELF_ROUTES = {"me"}

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from gpuplatform.demo_seed import seed_demo_organisation
+import kubesim
+from gpuplatform.demo_seed import seed_demo_cluster, seed_demo_organisation
+from inventory.sync.service import keep_synced, sync_cluster
+from kubesim.controllers import CONTROLLER_NAMES
+
+DEMO_NODES = 24
 
 
 class Command(BaseCommand):
@@ -18,10 +24,23 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--seed-only", action="store_true", help="Seed and print, do not serve.")
+        parser.add_argument("--nodes", type=int, default=DEMO_NODES, help="Size of the simulated cluster.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("migrate", verbosity=0, interactive=False)
         credentials = seed_demo_organisation()
+        # An in-process simulated cluster (mixed scenario: exclusive, MIG, time-slicing, MPS, HAMi, DRA),
+        # kept synced by a background thread while the server runs.
+        sim = kubesim.start(scenario="mixed", nodes=options["nodes"], seed=1, controllers=_controllers())
+        cluster = seed_demo_cluster(kubeconfig=sim.kubeconfig_path.read_text())
+        stop = threading.Event()
+        sync = threading.Thread(
+            target=keep_synced, kwargs={"cluster": cluster, "stop": stop}, name="demo-inventory", daemon=True
+        )
+        if options["seed_only"]:
+            sync_cluster(cluster_id=cluster.pk)  # one cold sync, so seeding leaves an inventory behind
+        else:
+            sync.start()
         url = f"http://{options['host']}:{options['port']}"
         lines = [
             "",
@@ -43,8 +62,18 @@ class Command(BaseCommand):
             "",
         ]
         self.stdout.write("\n".join(lines))
-        if options["seed_only"]:
-            return
-        call_command(
-            "runserver", f"{options['host']}:{options['port']}", use_reloader=False, use_threading=True
-        )
+        self.stdout.write(f"  Inventory: {url}/inventory/ (kubesim at {sim.url}, synced in the background)")
+        try:
+            if options["seed_only"]:
+                return
+            call_command(
+                "runserver", f"{options['host']}:{options['port']}", use_reloader=False, use_threading=True
+            )
+        finally:
+            stop.set()
+            sim.stop()
+
+
+def _controllers() -> Any:
+    """Every controller, churn included, so the inventory visibly moves while the demo runs."""
+    return list(CONTROLLER_NAMES)

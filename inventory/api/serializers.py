@@ -1,0 +1,224 @@
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
+from inventory.models import Allocation, Cluster, Gpu, Node, NodePool, ResourceClaim, SyncState
+from tenants.models import dns_label
+
+
+class SyncStateSerializer(serializers.ModelSerializer[SyncState]):
+    healthy = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = SyncState
+        fields = [
+            "kind",
+            "resource_version",
+            "last_list_at",
+            "last_success_at",
+            "last_event_at",
+            "last_error",
+            "last_error_at",
+            "lag_seconds",
+            "relists",
+            "events",
+            "objects_seen",
+            "healthy",
+        ]
+
+
+class ClusterSerializer(StrictModelSerializer):
+    name = serializers.CharField(max_length=63, validators=[dns_label])
+    kubeconfig = serializers.CharField(
+        write_only=True, required=False, allow_blank=True, max_length=200_000, trim_whitespace=False
+    )
+    sync_states = SyncStateSerializer(many=True, read_only=True)
+    parse_issue_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Cluster
+        fields = [
+            "id",
+            "name",
+            "api_endpoint",
+            "in_cluster",
+            "pool_label",
+            "kubeconfig",
+            "sync_states",
+            "parse_issue_count",
+            "last_full_resync_at",
+            "last_drift",
+            "total_drift",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = [
+            "id",
+            "api_endpoint",
+            "last_full_resync_at",
+            "last_drift",
+            "total_drift",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class ClusterUpdateSerializer(StrictSerializer):
+    kubeconfig = serializers.CharField(required=False, max_length=200_000)
+    in_cluster = serializers.BooleanField(required=False)
+    pool_label = serializers.CharField(required=False, max_length=253)
+
+
+class CapacitySerializer(StrictSerializer):
+    kind = serializers.CharField()
+    model_key = serializers.CharField()
+    units = serializers.IntegerField()
+    capacity_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
+    allocated_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
+    free_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
+
+
+class NodePoolSerializer(StrictModelSerializer):
+    cluster = serializers.CharField(source="cluster.name", read_only=True)
+    tenant = serializers.CharField(source="tenant.slug", read_only=True, allow_null=True)
+    tenant_id = serializers.UUIDField(write_only=True, allow_null=True)
+    node_count = serializers.IntegerField(read_only=True)
+    capacity = serializers.SerializerMethodField()
+
+    class Meta:
+        model = NodePool
+        fields = ["id", "cluster", "name", "tenant", "tenant_id", "node_count", "capacity"]
+        read_only_fields = ["id", "name"]
+
+    def get_capacity(self, pool: NodePool) -> list[dict[str, Any]]:
+        rows = self.context.get("capacity", {}).get(pool.pk, [])
+        return [CapacitySerializer(row).data for row in rows]
+
+
+class ModelFragmentationSerializer(StrictSerializer):
+    free_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
+    usable_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
+    stranded_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
+
+
+class FragmentationSerializer(StrictSerializer):
+    """A pool's combinational fragmentation (read-only; computed, not stored)."""
+
+    pool = serializers.UUIDField()
+    cluster = serializers.CharField()
+    name = serializers.CharField()
+    demand = serializers.ListField(child=serializers.CharField())
+    node_count = serializers.IntegerField()
+    gpu_count = serializers.IntegerField()
+    stranded_gpu_count = serializers.IntegerField()
+    by_model = serializers.DictField(child=ModelFragmentationSerializer())
+
+
+class NodeSerializer(serializers.ModelSerializer[Node]):
+    cluster = serializers.CharField(source="cluster.name")
+    pool = serializers.UUIDField(source="pool_id")
+    pool_name = serializers.CharField(source="pool.name", default=None)
+
+    class Meta:
+        model = Node
+        fields = [
+            "id",
+            "cluster",
+            "pool",
+            "pool_name",
+            "name",
+            "uid",
+            "labels",
+            "taints",
+            "capacity",
+            "allocatable",
+            "conditions",
+            "ready",
+            "cordoned",
+            "product",
+            "model_key",
+            "mig_strategy",
+            "sharing_strategy",
+            "replicas",
+            "gpu_count",
+            "present",
+            "gone_at",
+            "updated_at",
+        ]
+
+
+class GpuSerializer(serializers.ModelSerializer[Gpu]):
+    node = serializers.CharField(source="node.name")
+    cluster = serializers.CharField(source="node.cluster.name")
+
+    class Meta:
+        model = Gpu
+        fields = [
+            "id",
+            "cluster",
+            "node",
+            "index",
+            "uuid",
+            "product",
+            "model_key",
+            "memory_mib",
+            "mig_enabled",
+            "healthy",
+        ]
+
+
+class ResourceClaimSerializer(serializers.ModelSerializer[ResourceClaim]):
+    cluster = serializers.CharField(source="cluster.name")
+    tenant = serializers.CharField(source="tenant.slug", default=None)
+
+    class Meta:
+        model = ResourceClaim
+        fields = [
+            "id",
+            "cluster",
+            "tenant",
+            "namespace",
+            "name",
+            "uid",
+            "state",
+            "requests",
+            "results",
+            "reserved_for",
+            "node_name",
+            "deleting",
+            "created_at",
+            "present",
+            "gone_at",
+        ]
+
+
+class AllocationSerializer(serializers.ModelSerializer[Allocation]):
+    cluster = serializers.CharField(source="cluster.name")
+    tenant = serializers.CharField(source="tenant.slug", default=None)
+    pool = serializers.UUIDField(source="pool_id")
+
+    class Meta:
+        model = Allocation
+        fields = [
+            "id",
+            "cluster",
+            "tenant",
+            "namespace",
+            "holder_kind",
+            "holder_name",
+            "holder_uid",
+            "unit_key",
+            "resource_name",
+            "count",
+            "ge",
+            "model_key",
+            "details",
+            "node_name",
+            "pool",
+            "started_at",
+            "ended_at",
+            "end_reason",
+        ]

@@ -1,0 +1,155 @@
+"""The one module that touches the official ``kubernetes`` client (DESIGN §6).
+
+Lists and watches return decoded JSON dicts, not the client's models: ``_preload_content=False``
+skips model deserialisation, which dominates the cost of listing 150,000 pods, and the parsers in
+``inventory.domain`` read the raw shapes (any served API version) anyway.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
+from urllib3.exceptions import HTTPError, ProtocolError
+
+__all__ = ["Gone", "KubeError", "ListPage", "WatchEvent", "api_client", "list_pages", "watch_events"]
+
+
+class KubeError(Exception):
+    """The API server could not be reached or answered an error; retry with backoff."""
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class Gone(KubeError):
+    """410: the resourceVersion is older than the server's history. Re-list."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    items: list[dict[str, Any]]
+    resource_version: str  # of the whole list (the same on every page)
+    last: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: str  # ADDED | MODIFIED | DELETED | BOOKMARK
+    object: dict[str, Any]
+
+    @property
+    def resource_version(self) -> str:
+        return str((self.object.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def api_client(*, kubeconfig: str | None, in_cluster: bool = False) -> k8s.ApiClient:
+    """A client from a kubeconfig's text, or from the pod's service account."""
+    configuration = k8s.Configuration()
+    if in_cluster:
+        k8s_config.load_incluster_config(client_configuration=configuration)
+    else:
+        config_dict = yaml.safe_load(kubeconfig or "")
+        if not isinstance(config_dict, dict):
+            raise KubeError("the kubeconfig is not a YAML mapping")
+        k8s_config.load_kube_config_from_dict(config_dict=config_dict, client_configuration=configuration)
+    return k8s.ApiClient(configuration)
+
+
+def _list_function(api: k8s.ApiClient, kind: str) -> Callable[..., Any]:
+    core, resource = k8s.CoreV1Api(api), k8s.ResourceV1Api(api)
+    functions: dict[str, Callable[..., Any]] = {
+        "nodes": core.list_node,
+        "pods": core.list_pod_for_all_namespaces,
+        "deviceclasses": resource.list_device_class,
+        "resourceslices": resource.list_resource_slice,
+        "resourceclaims": resource.list_resource_claim_for_all_namespaces,
+    }
+    return functions[kind]
+
+
+def _error(exc: Exception) -> KubeError:
+    if isinstance(exc, ApiException):
+        retry_after = None
+        headers = exc.headers or {}
+        if headers.get("Retry-After"):
+            try:
+                retry_after = float(headers["Retry-After"])
+            except ValueError:
+                retry_after = None
+        cls = Gone if exc.status == 410 else KubeError
+        return cls(
+            f"API server answered {exc.status}: {exc.reason}", status=exc.status, retry_after=retry_after
+        )
+    return KubeError(f"API server unreachable: {exc}")
+
+
+def list_pages(
+    api: k8s.ApiClient, *, kind: str, page_size: int, timeout_seconds: float = 60
+) -> Iterator[ListPage]:
+    """Page through a list with limit/continue. An expired continue token raises Gone (re-list)."""
+    function = _list_function(api, kind)
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {"limit": page_size, "_preload_content": False}
+        if token:
+            kwargs["_continue"] = token
+        try:
+            response = function(_request_timeout=timeout_seconds, **kwargs)
+            body = json.loads(response.data)
+        except (ApiException, HTTPError, OSError) as exc:
+            raise _error(exc) from exc
+        metadata = body.get("metadata") or {}
+        token = metadata.get("continue") or None
+        yield ListPage(
+            items=body.get("items") or [],
+            resource_version=str(metadata.get("resourceVersion") or ""),
+            last=token is None,
+        )
+        if token is None:
+            return
+
+
+def watch_events(
+    api: k8s.ApiClient, *, kind: str, resource_version: str, timeout_seconds: int = 300
+) -> Iterator[WatchEvent]:
+    """Watch from ``resource_version`` with bookmarks. Ends when the server closes the stream;
+    raises Gone on 410 (as an HTTP status or an ERROR event), KubeError on other failures."""
+    function = _list_function(api, kind)
+    try:
+        response = function(
+            watch=True,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout_seconds,
+            _preload_content=False,
+            _request_timeout=(10, timeout_seconds + 30),
+        )
+    except (ApiException, HTTPError, OSError) as exc:
+        raise _error(exc) from exc
+    try:
+        for line in iter_resp_lines(response):
+            event = json.loads(line)
+            if event.get("type") == "ERROR":
+                status = (event.get("object") or {}).get("code")
+                message = (event.get("object") or {}).get("message", "watch error")
+                if status == 410:
+                    raise Gone(message, status=410)
+                raise KubeError(message, status=status)
+            yield WatchEvent(type=event.get("type", ""), object=event.get("object") or {})
+    except (ProtocolError, HTTPError, OSError) as exc:
+        # A cut stream is normal life for a watch: the caller resumes from its last resourceVersion.
+        raise KubeError(f"watch stream broken: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise KubeError(f"watch stream sent a partial event: {exc}") from exc
+    finally:
+        response.release_conn()

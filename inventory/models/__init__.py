@@ -1,0 +1,22 @@
+"""Inventory models: clusters and their sync state, the fleet, DRA objects and the allocation ledger."""
+
+from inventory.models.clusters import Cluster, ParseIssueCount, SyncKind, SyncState
+from inventory.models.fleet import DeviceClass, Gpu, Node, NodePool, ResourceSlice, ShareableUnit, UnitKind
+from inventory.models.ledger import Allocation, HolderKind, ResourceClaim
+
+__all__ = [
+    "Allocation",
+    "Cluster",
+    "DeviceClass",
+    "Gpu",
+    "HolderKind",
+    "Node",
+    "NodePool",
+    "ParseIssueCount",
+    "ResourceClaim",
+    "ResourceSlice",
+    "ShareableUnit",
+    "SyncKind",
+    "SyncState",
+    "UnitKind",
+]

@@ -1,0 +1,105 @@
+"""A cluster the control plane syncs from, its per-kind sync state and its parse-issue counters."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from inventory.scoping import PlatformOnlyQuerySet
+from tenants.models import dns_label
+
+DEFAULT_POOL_LABEL = "nvidia.com/gpu.product"
+
+
+class SyncKind(models.TextChoices):
+    # Listed in the order a cold sync walks them: units before the holders that point at them.
+    DEVICE_CLASSES = "deviceclasses", "DeviceClasses"
+    NODES = "nodes", "Nodes"
+    RESOURCE_SLICES = "resourceslices", "ResourceSlices"
+    RESOURCE_CLAIMS = "resourceclaims", "ResourceClaims"
+    PODS = "pods", "Pods"
+
+
+class Cluster(models.Model):
+    """A Kubernetes cluster: where to reach it (kubeconfig encrypted at rest, or in-cluster) and
+    which node label groups nodes into pools."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=63, unique=True, validators=[dns_label])
+    api_endpoint = models.CharField(max_length=500, blank=True)
+    kubeconfig_encrypted = models.TextField(blank=True, editable=False)
+    in_cluster = models.BooleanField(default=False)
+    pool_label = models.CharField(max_length=253, default=DEFAULT_POOL_LABEL)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+    # Full resync: when it last ran and how many rows it had to repair (0 = the watch kept up).
+    last_full_resync_at = models.DateTimeField(null=True, blank=True)
+    last_drift = models.IntegerField(default=0)
+    total_drift = models.BigIntegerField(default=0)
+    # A lease so that one worker syncs a cluster at a time (claimed by conditional UPDATE).
+    lease_owner = models.CharField(max_length=64, blank=True, editable=False)
+    lease_until = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = PlatformOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SyncState(models.Model):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="sync_states")
+    kind = models.CharField(max_length=32, choices=SyncKind.choices)
+    resource_version = models.CharField(max_length=64, blank=True)
+    last_list_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_event_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    lag_seconds = models.FloatField(null=True, blank=True)
+    relists = models.IntegerField(default=0)
+    events = models.BigIntegerField(default=0)
+    objects_seen = models.IntegerField(default=0)
+
+    objects = PlatformOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["cluster", "kind"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "kind"], name="sync_state_once_per_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id}:{self.kind}"
+
+    @property
+    def healthy(self) -> bool:
+        return self.last_success_at is not None and (
+            self.last_error_at is None or self.last_error_at < self.last_success_at
+        )
+
+
+class ParseIssueCount(models.Model):
+    """How often a parse issue code was met on a cluster: bad objects are counted, never fatal."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="parse_issues")
+    kind = models.CharField(max_length=32, choices=SyncKind.choices)
+    code = models.CharField(max_length=100)
+    severity = models.CharField(max_length=16, default="error")
+    count = models.BigIntegerField(default=0)
+    last_object = models.CharField(max_length=300, blank=True)
+    last_message = models.TextField(blank=True)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+
+    objects = PlatformOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["cluster", "kind", "code"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "kind", "code"], name="parse_issue_once_per_code")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.code} x{self.count}"

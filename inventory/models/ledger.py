@@ -1,0 +1,125 @@
+"""ResourceClaims and the allocation ledger: who held which unit, from when to when (DESIGN §5.1)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from inventory.models.fleet import GE_DIGITS, GE_PLACES
+from inventory.scoping import AllocationQuerySet, TenantHeldQuerySet
+
+
+class HolderKind(models.TextChoices):
+    POD = "Pod", "Pod"
+    CLAIM = "ResourceClaim", "ResourceClaim"
+
+
+class ResourceClaim(models.Model):
+    """A ResourceClaim as last seen; one that vanished stays with present=False."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="claims")
+    tenant = models.ForeignKey(
+        "tenants.Tenant", on_delete=models.SET_NULL, null=True, blank=True, related_name="claims"
+    )
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=64)
+    state = models.CharField(max_length=40, blank=True)
+    requests = models.JSONField(default=list)
+    results = models.JSONField(default=list)
+    reserved_for = models.JSONField(default=list)
+    node_name = models.CharField(max_length=253, blank=True)
+    deleting = models.BooleanField(default=False)
+    created_at = models.DateTimeField(null=True, blank=True)
+    present = models.BooleanField(default=True)
+    gone_at = models.DateTimeField(null=True, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True, editable=False)
+
+    objects = TenantHeldQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["namespace", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "uid"], name="claim_uid_per_cluster")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class Allocation(models.Model):
+    """One interval during which a holder (pod or claim) held a unit. Metering bills from this.
+
+    ``tenant`` NULL is the explicit "unassigned" bucket (a namespace no tenant owns). ``unit_key``
+    names what is held: the extended resource for device-plugin pods (which card is not reported),
+    ``hami/<gpu uuid>`` for a HAMi share, ``dra/<driver>/<pool>/<device>`` for a DRA device.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    cluster = models.ForeignKey("inventory.Cluster", on_delete=models.PROTECT, related_name="allocations")
+    tenant = models.ForeignKey(
+        "tenants.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="allocations"
+    )
+    namespace = models.CharField(max_length=63)
+    holder_kind = models.CharField(max_length=16, choices=HolderKind.choices)
+    holder_name = models.CharField(max_length=253)
+    holder_uid = models.CharField(max_length=64)
+    unit_key = models.CharField(max_length=600)
+    resource_name = models.CharField(max_length=253)  # the flavor placeholder until flavors exist
+    count = models.PositiveIntegerField(default=1)
+    ge = models.DecimalField(max_digits=GE_DIGITS, decimal_places=GE_PLACES)
+    model_key = models.CharField(max_length=100, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    node_name = models.CharField(max_length=253, blank=True)
+    node = models.ForeignKey(
+        "inventory.Node", on_delete=models.SET_NULL, null=True, blank=True, related_name="allocations"
+    )
+    pool = models.ForeignKey(
+        "inventory.NodePool", on_delete=models.SET_NULL, null=True, blank=True, related_name="allocations"
+    )
+    gpu = models.ForeignKey(
+        "inventory.Gpu", on_delete=models.SET_NULL, null=True, blank=True, related_name="allocations"
+    )
+    unit = models.ForeignKey(
+        "inventory.ShareableUnit",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="allocations",
+    )
+    claim = models.ForeignKey(
+        ResourceClaim, on_delete=models.SET_NULL, null=True, blank=True, related_name="allocations"
+    )
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    end_reason = models.CharField(max_length=32, blank=True)
+    recorded_at = models.DateTimeField(default=timezone.now)
+
+    objects = AllocationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-started_at", "id"]
+        constraints = [
+            # The ledger's core promise: a holder holds a unit through at most one open interval.
+            models.UniqueConstraint(
+                fields=["cluster", "holder_uid", "unit_key"],
+                condition=models.Q(ended_at__isnull=True),
+                name="allocation_one_open_interval",
+                violation_error_message="This holder already has an open allocation of this unit.",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(ended_at__isnull=True) | models.Q(ended_at__gte=models.F("started_at")),
+                name="allocation_ends_after_start",
+                violation_error_message="An allocation cannot end before it starts.",
+            ),
+            models.CheckConstraint(condition=models.Q(ge__gte=0), name="allocation_ge_not_negative"),
+        ]
+        indexes = [
+            models.Index(fields=["cluster", "holder_uid"]),
+            models.Index(fields=["tenant", "started_at"]),
+            models.Index(fields=["cluster", "ended_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.holder_kind} {self.namespace}/{self.holder_name} {self.unit_key}"

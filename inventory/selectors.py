@@ -1,0 +1,155 @@
+"""Reads over the inventory that are more than a filter: pool capacity and fragmentation input."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Sum
+
+from inventory.domain.gpu_equivalent import ge_to_decimal
+from inventory.domain.gpu_models import GpuModel, resolve_gpu_model
+from inventory.fragmentation import WHOLE_GPU, GpuGeometry, PlacedInstance, analyze_pool_fragmentation
+from inventory.fragmentation.geometry import occupancy_of, placeable_starts
+from inventory.models import Allocation, Gpu, NodePool, ShareableUnit
+
+
+@dataclass(frozen=True, slots=True)
+class KindCapacity:
+    kind: str
+    model_key: str
+    units: int
+    capacity_ge: Decimal
+    allocated_ge: Decimal
+
+    @property
+    def free_ge(self) -> Decimal:
+        return max(self.capacity_ge - self.allocated_ge, Decimal(0))
+
+
+def pool_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[KindCapacity]]:
+    """Capacity, allocated and free GE per (unit kind, GPU model) of each pool: two queries in all."""
+    ids = list(pool_ids)
+    capacity: dict[tuple[uuid.UUID, str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
+    units = ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True).values_list(
+        "node__pool_id", "kind", "model_key", "count", "ge_each"
+    )
+    for pool, kind, model, count, ge in units:
+        entry = capacity[(pool, kind, model)]
+        entry[0] += count
+        entry[1] += ge * count
+    held = (
+        Allocation.objects.filter(pool_id__in=ids, ended_at__isnull=True)
+        .values("pool_id", "unit__kind", "model_key", "resource_name")
+        .annotate(ge=Sum("ge"))
+    )
+    allocated: dict[tuple[uuid.UUID, str], Decimal] = defaultdict(Decimal)
+    kinds_by_pool_model: dict[tuple[uuid.UUID, str], list[str]] = defaultdict(list)
+    for pool, kind, model in capacity:
+        kinds_by_pool_model[(pool, model)].append(kind)
+    for row in held:
+        # Device-plugin allocations do not name their unit: attribute them to the pool's kind for
+        # that model (a pool has one sharing mode per model in practice).
+        kind = row["unit__kind"] or next(
+            iter(kinds_by_pool_model.get((row["pool_id"], row["model_key"]), [""]))
+        )
+        allocated[(row["pool_id"], f"{kind}|{row['model_key']}")] += row["ge"] or Decimal(0)
+    result: dict[uuid.UUID, list[KindCapacity]] = {pool: [] for pool in ids}
+    for (pool, kind, model), (unit_count, total) in sorted(
+        capacity.items(), key=lambda kv: (kv[0][1], kv[0][2])
+    ):
+        used = allocated.get((pool, f"{kind}|{model}"), Decimal(0))
+        result[pool].append(KindCapacity(kind, model, int(unit_count), total, min(used, total)))
+    return result
+
+
+def _layout(model: GpuModel, profiles: list[str]) -> tuple[PlacedInstance, ...]:
+    """First-fit placement of a GPU's instances. Labels give counts, not placements, so this is the
+    layout mig-parted would create for the same profiles, largest first."""
+    placed: list[PlacedInstance] = []
+    known = [p for p in (model.mig_profile(name) for name in profiles) if p is not None]
+    for profile in sorted(known, key=lambda p: -p.memory_slices):
+        name = profile.name
+        occupancy, _ = occupancy_of(model=model, instances=placed)
+        starts = placeable_starts(model=model, occupancy=occupancy, profile=profile)
+        if starts:
+            placed.append(PlacedInstance(profile=name, start=starts[0], in_use=False))
+    return tuple(placed)
+
+
+def pool_geometries(*, pool: NodePool) -> dict[str, list[GpuGeometry]]:
+    """Each node's GPUs as geometries for the fragmentation module, busy instances marked."""
+    gpus: dict[str, list[Gpu]] = defaultdict(list)
+    for gpu in (
+        Gpu.objects.filter(node__pool=pool, node__present=True).select_related("node").order_by("index")
+    ):
+        gpus[gpu.node.name].append(gpu)
+    mig_units: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for node, profile, count in ShareableUnit.objects.filter(
+        node__pool=pool, node__present=True, kind="mig_instance"
+    ).values_list("node__name", "mig_profile", "count"):
+        mig_units[node].append((profile, count))
+    busy: dict[tuple[str, str], int] = defaultdict(int)
+    whole_busy: dict[str, int] = defaultdict(int)
+    for node, resource, count in Allocation.objects.filter(pool=pool, ended_at__isnull=True).values_list(
+        "node_name", "resource_name", "count"
+    ):
+        if resource.startswith("nvidia.com/mig-"):
+            busy[(node, resource.removeprefix("nvidia.com/mig-"))] += count
+        else:
+            whole_busy[node] += count
+    geometries: dict[str, list[GpuGeometry]] = {}
+    for node, cards in gpus.items():
+        per_gpu: list[list[str]] = [[] for _ in cards]
+        for profile, count in mig_units.get(node, []):
+            for i in range(count):
+                per_gpu[i % len(cards)].append(profile)
+        node_geometries = []
+        for card, profiles in zip(cards, per_gpu, strict=True):
+            model = resolve_gpu_model(product=card.product, memory_mib=card.memory_mib)
+            instances = []
+            for instance in _layout(model, profiles):
+                key = (node, instance.profile)
+                in_use = busy[key] > 0
+                busy[key] -= int(in_use)
+                instances.append(PlacedInstance(instance.profile, instance.start, in_use))
+            in_use = not profiles and whole_busy[node] > 0
+            whole_busy[node] -= int(in_use)
+            node_geometries.append(
+                GpuGeometry(
+                    gpu_id=str(card.pk),
+                    model=model,
+                    mig_enabled=bool(profiles),
+                    instances=tuple(instances),
+                    in_use=in_use,
+                )
+            )
+        geometries[node] = node_geometries
+    return geometries
+
+
+def pool_fragmentation(*, pool: NodePool, demand: list[str] | None = None) -> dict[str, Any]:
+    """Stranded capacity of a pool for the demanded profiles (default: whole GPUs and every profile
+    the pool offers), as JSON-ready numbers."""
+    geometries = pool_geometries(pool=pool)
+    offered = {i.profile for gpus in geometries.values() for g in gpus for i in g.instances}
+    wanted = demand or [WHOLE_GPU, *sorted(offered)]
+    report = analyze_pool_fragmentation(pool_name=pool.name, nodes=geometries, demand=wanted)
+    return {
+        "demand": wanted,
+        "node_count": report.node_count,
+        "gpu_count": report.gpu_count,
+        "stranded_gpu_count": report.stranded_gpu_count,
+        "by_model": {
+            model: {
+                "free_ge": str(ge_to_decimal(t.free_ge)),
+                "usable_ge": str(ge_to_decimal(t.usable_ge)),
+                "stranded_ge": str(ge_to_decimal(t.stranded_ge)),
+            }
+            for model, t in sorted(report.by_model.items())
+        },
+    }

@@ -1,0 +1,161 @@
+"""Writes to the inventory's configuration: clusters and dedicated pools (audited), sync leases.
+
+Rows the sync derives from the cluster (nodes, units, allocations) are written by ``inventory.sync``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from gpuplatform.accounts.models import User
+from gpuplatform.audit.services import record_event, snapshot
+from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from inventory import kube
+from inventory.crypto import encrypt_text
+from inventory.models import Cluster, NodePool
+from tenants.models import Tenant
+
+CLUSTER_FIELDS = ("name", "api_endpoint", "in_cluster", "pool_label")
+_UNSET: Any = object()
+
+
+def _require_platform_admin(actor: User) -> None:
+    if not actor.is_platform_admin:
+        raise Forbidden("Only platform-admins manage clusters.")
+
+
+def _cluster_snapshot(cluster: Cluster) -> dict[str, Any]:
+    # The kubeconfig is a secret: the audit log records that it changed, never its content.
+    return {**snapshot(cluster, CLUSTER_FIELDS), "has_kubeconfig": bool(cluster.kubeconfig_encrypted)}
+
+
+def _endpoint_of(kubeconfig: str) -> str:
+    try:
+        api = kube.api_client(kubeconfig=kubeconfig)
+    except Exception as exc:  # the client raises a zoo of types for a malformed kubeconfig
+        raise ValidationFailed(
+            f"The kubeconfig cannot be used: {exc}", code="invalid_kubeconfig", field="kubeconfig"
+        ) from exc
+    return str(api.configuration.host)
+
+
+def create_cluster(
+    *,
+    actor: User,
+    name: str,
+    kubeconfig: str = "",
+    in_cluster: bool = False,
+    pool_label: str = "",
+) -> Cluster:
+    """Register a cluster (platform-admins). Not idempotent: a taken name is a Conflict."""
+    _require_platform_admin(actor)
+    if not kubeconfig and not in_cluster:
+        raise ValidationFailed(
+            "Give a kubeconfig or choose in-cluster credentials.", code="no_credentials", field="kubeconfig"
+        )
+    endpoint = _endpoint_of(kubeconfig) if kubeconfig else "https://kubernetes.default.svc"
+    with transaction.atomic():
+        cluster = Cluster(
+            name=name,
+            api_endpoint=endpoint,
+            kubeconfig_encrypted=encrypt_text(kubeconfig),
+            in_cluster=in_cluster,
+            **({"pool_label": pool_label} if pool_label else {}),
+        )
+        try:
+            with transaction.atomic():
+                cluster.save(force_insert=True)
+        except IntegrityError as exc:
+            raise Conflict(
+                f"A cluster named {name!r} exists.", code="cluster_name_taken", field="name"
+            ) from exc
+        record_event(actor=actor, action="cluster.created", obj=cluster, after=_cluster_snapshot(cluster))
+    return cluster
+
+
+def update_cluster(
+    *,
+    actor: User,
+    cluster_id: uuid.UUID | str,
+    kubeconfig: str = _UNSET,
+    in_cluster: bool = _UNSET,
+    pool_label: str = _UNSET,
+) -> Cluster:
+    """Change credentials or the pool label. Locks the cluster row; no event when nothing changed."""
+    _require_platform_admin(actor)
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().filter(pk=cluster_id).first()
+        if cluster is None:
+            raise NotFound("No such cluster.", code="cluster_not_found")
+        before = _cluster_snapshot(cluster)
+        changed_secret = False
+        if kubeconfig is not _UNSET and kubeconfig:
+            cluster.api_endpoint = _endpoint_of(kubeconfig)
+            cluster.kubeconfig_encrypted = encrypt_text(kubeconfig)
+            changed_secret = True
+        if in_cluster is not _UNSET:
+            cluster.in_cluster = in_cluster
+        if pool_label is not _UNSET:
+            cluster.pool_label = pool_label
+        cluster.save()
+        after = _cluster_snapshot(cluster)
+        if after != before or changed_secret:
+            after["kubeconfig_replaced"] = changed_secret
+            record_event(actor=actor, action="cluster.updated", obj=cluster, before=before, after=after)
+    return cluster
+
+
+def delete_cluster(*, actor: User, cluster_id: uuid.UUID | str) -> None:
+    """Remove a cluster that never recorded an allocation (the ledger is kept for billing)."""
+    _require_platform_admin(actor)
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().filter(pk=cluster_id).first()
+        if cluster is None:
+            raise NotFound("No such cluster.", code="cluster_not_found")
+        if cluster.allocations.exists():
+            raise Conflict(
+                "The cluster has allocation history that billing needs.", code="cluster_has_history"
+            )
+        record_event(actor=actor, action="cluster.deleted", obj=cluster, before=_cluster_snapshot(cluster))
+        cluster.delete()
+
+
+def dedicate_pool(*, actor: User, pool_id: uuid.UUID | str, tenant_id: uuid.UUID | None) -> NodePool:
+    """Dedicate a pool to a tenant (or share it again with None). Locks the pool row."""
+    _require_platform_admin(actor)
+    with transaction.atomic():
+        pool = NodePool.objects.select_for_update().filter(pk=pool_id).first()
+        if pool is None:
+            raise NotFound("No such node pool.", code="pool_not_found")
+        if tenant_id is not None and not Tenant.objects.filter(pk=tenant_id).exists():
+            raise ValidationFailed("No such tenant.", code="tenant_not_found", field="tenant")
+        before = {"tenant_id": str(pool.tenant_id) if pool.tenant_id else None}
+        pool.tenant_id = tenant_id
+        pool.save(update_fields=["tenant"])
+        after = {"tenant_id": str(tenant_id) if tenant_id else None}
+        if before != after:
+            record_event(actor=actor, action="node_pool.updated", obj=pool, before=before, after=after)
+    return pool
+
+
+def claim_sync_lease(*, cluster_id: uuid.UUID | str, owner: str, seconds: int) -> bool:
+    """Claim the right to sync a cluster by conditional UPDATE: False means another worker holds it.
+    Idempotent for the same owner (renews)."""
+    now = timezone.now()
+    claimed = (
+        Cluster.objects.filter(pk=cluster_id)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now) | Q(lease_owner=owner))
+        .update(lease_owner=owner, lease_until=now + timedelta(seconds=seconds))
+    )
+    return claimed == 1
+
+
+def release_sync_lease(*, cluster_id: uuid.UUID | str, owner: str) -> None:
+    """Give the lease back (only if still ours)."""
+    Cluster.objects.filter(pk=cluster_id, lease_owner=owner).update(lease_owner="", lease_until=None)

@@ -1,0 +1,177 @@
+"""What a sync batch needs to look up (tenants by namespace, pools, units) and the issues it met."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import F
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from inventory.domain.issues import ParseIssue
+from inventory.models import Cluster, NodePool, ParseIssueCount, ShareableUnit
+from tenants.models import TenantNamespace
+
+
+def content_hash(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def k8s_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = parse_datetime(value)
+    except ValueError:
+        return None
+    if parsed is None:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class UnitRef:
+    unit_id: uuid.UUID
+    ge_each: Decimal
+    model_key: str
+    node_id: uuid.UUID | None
+    node_name: str
+    pool_id: uuid.UUID | None
+    gpu_id: uuid.UUID | None
+    memory_mib: int | None
+    kind: str
+
+
+@dataclass
+class SyncContext:
+    cluster: Cluster
+    issues: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    last_issue: dict[tuple[str, str, str], tuple[str, str]] = field(default_factory=dict)
+    _tenants: dict[str, uuid.UUID] | None = None
+    _pools: dict[str, uuid.UUID] = field(default_factory=dict)
+    # Units per node and DRA devices, cached across pages of a list: re-reading them for every page
+    # of 150,000 pods read millions of rows. Dropped whenever nodes or slices change.
+    _units: dict[str, list[UnitRef]] = field(default_factory=dict)
+    _units_loaded: set[str] = field(default_factory=set)
+    _devices: dict[tuple[str, str, str], UnitRef] | None = None
+
+    # --- namespaces and pools --------------------------------------------------------------------
+    def tenant_for(self, namespace: str) -> uuid.UUID | None:
+        """The namespace's owner on this cluster; None is the "unassigned" bucket."""
+        if self._tenants is None:
+            rows = TenantNamespace.objects.filter(cluster__in=["", self.cluster.name]).values_list(
+                "cluster", "namespace", "tenant_id"
+            )
+            # A mapping for this cluster wins over the every-cluster one ('' sorts first).
+            self._tenants = {ns: tenant for _, ns, tenant in sorted(rows, key=lambda r: r[0])}
+        return self._tenants.get(namespace)
+
+    def pool_id(self, name: str) -> uuid.UUID:
+        if name not in self._pools:
+            pool, _ = NodePool.objects.get_or_create(cluster=self.cluster, name=name)
+            self._pools[name] = pool.pk
+        return self._pools[name]
+
+    # --- units, looked up per batch --------------------------------------------------------------
+    def node_units(self, node_names: set[str]) -> dict[str, list[UnitRef]]:
+        missing = node_names - self._units_loaded
+        if missing:
+            self._load_units(missing)
+        return self._units
+
+    def _load_units(self, node_names: set[str]) -> None:
+        self._units_loaded |= node_names
+        found = self._units
+        rows = ShareableUnit.objects.filter(cluster=self.cluster, node__name__in=node_names).values_list(
+            "pk",
+            "ge_each",
+            "model_key",
+            "node_id",
+            "node__name",
+            "node__pool_id",
+            "gpu_id",
+            "memory_mib",
+            "kind",
+            "resource_name",
+            "device_uuid",
+        )
+        for pk, ge, model, node_id, node_name, pool, gpu, memory, kind, resource, device_uuid in rows:
+            ref = UnitRef(pk, ge, model, node_id, node_name, pool, gpu, memory, kind)
+            found.setdefault(node_name, []).append(ref)
+            found.setdefault(f"{node_name}|{resource}", []).append(ref)
+            if device_uuid:
+                found[f"{node_name}|uuid|{device_uuid}"] = [ref]
+
+    def dra_devices(self) -> dict[tuple[str, str, str], UnitRef]:
+        """Every counted DRA device of the cluster (one device per GPU partition: tens of thousands)."""
+        if self._devices is not None:
+            return self._devices
+        rows = ShareableUnit.objects.filter(
+            cluster=self.cluster, counted=True, kind="dra_device"
+        ).values_list(
+            "pk",
+            "ge_each",
+            "model_key",
+            "node_id",
+            "node__name",
+            "node__pool_id",
+            "gpu_id",
+            "memory_mib",
+            "kind",
+            "driver",
+            "pool_name",
+            "device_name",
+        )
+        found = {}
+        for pk, ge, model, node_id, node_name, pool, gpu, memory, kind, driver, pool_name, device in rows:
+            found[(driver, pool_name, device)] = UnitRef(
+                pk, ge, model, node_id, node_name or "", pool, gpu, memory, kind
+            )
+        self._devices = found
+        return found
+
+    def units_changed(self) -> None:
+        self._units.clear()
+        self._units_loaded.clear()
+        self._devices = None
+
+    # --- parse issues ----------------------------------------------------------------------------
+    def note(self, kind: str, issues: tuple[ParseIssue, ...] | list[ParseIssue], *, obj: str) -> None:
+        for issue in issues:
+            key = (kind, issue.code, str(issue.severity))
+            self.issues[key] += 1
+            self.last_issue[key] = (obj, issue.message)
+
+    def flush_issues(self) -> None:
+        """Add this batch's issue counts to the cluster's counters (inside the batch's transaction)."""
+        now = timezone.now()
+        for (kind, code, severity), count in sorted(self.issues.items()):
+            obj, message = self.last_issue[(kind, code, severity)]
+            updated = ParseIssueCount.objects.filter(cluster=self.cluster, kind=kind, code=code).update(
+                count=F("count") + count, last_object=obj[:300], last_message=message, last_seen_at=now
+            )
+            if not updated:
+                ParseIssueCount.objects.create(
+                    cluster=self.cluster,
+                    kind=kind,
+                    code=code,
+                    severity=severity,
+                    count=count,
+                    last_object=obj[:300],
+                    last_message=message,
+                    last_seen_at=now,
+                )
+        self.issues.clear()
+        self.last_issue.clear()
+
+    def reset_lookups(self) -> None:
+        self._tenants = None
+        self._pools.clear()
+        self.units_changed()

@@ -1,0 +1,275 @@
+"""DRA objects: DeviceClasses, ResourceSlices (devices as shareable units) and ResourceClaims."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Any
+
+from django.utils import timezone
+
+from inventory.domain.dra_claims import parse_resource_claim
+from inventory.domain.dra_devices import parse_device_class, parse_resource_slice
+from inventory.domain.gpu_equivalent import ge_to_decimal
+from inventory.domain.issues import warning
+from inventory.domain.raw_fields import dig
+from inventory.models import DeviceClass, HolderKind, Node, ResourceClaim, ResourceSlice, ShareableUnit
+from inventory.sync.context import SyncContext, content_hash, k8s_time
+from inventory.sync.ledger import Holder, WantedRow, close_holders, reconcile_holders
+
+CLAIM_FIELDS = [
+    "tenant_id",
+    "namespace",
+    "name",
+    "state",
+    "requests",
+    "results",
+    "reserved_for",
+    "node_name",
+    "deleting",
+]
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return str(dig(obj, "metadata", "name") or "")
+
+
+def apply_device_classes(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
+    changes = 0
+    for obj in objects:
+        parsed = parse_device_class(obj=obj)
+        ctx.note("deviceclasses", parsed.issues, obj=_name(obj))
+        if not parsed.name:
+            continue
+        values = {
+            "driver": parsed.driver or "",
+            "selectors": list(parsed.selectors),
+            "extended_resource_name": parsed.extended_resource_name or "",
+        }
+        current = DeviceClass.objects.filter(cluster=ctx.cluster, name=parsed.name).values(*values).first()
+        if current != values:
+            DeviceClass.objects.update_or_create(cluster=ctx.cluster, name=parsed.name, defaults=values)
+            changes += 1
+    return changes
+
+
+def delete_device_classes(ctx: SyncContext, names: set[str]) -> int:
+    return DeviceClass.objects.filter(cluster=ctx.cluster, name__in=names).delete()[0]
+
+
+def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
+    """Store changed slices with their devices, then recount the completeness of touched pools."""
+    changes, pools = 0, set()
+    nodes = dict(Node.objects.filter(cluster=ctx.cluster, present=True).values_list("name", "pk"))
+    batch = list(objects)
+    stored = {
+        s.name: s
+        for s in ResourceSlice.objects.filter(cluster=ctx.cluster, name__in=[_name(o) for o in batch])
+    }
+    for obj in batch:
+        name = _name(obj)
+        digest = content_hash(obj.get("spec"))
+        existing = stored.get(name)
+        if existing is not None and existing.content_hash == digest:
+            continue
+        parsed = parse_resource_slice(obj=obj)
+        ctx.note("resourceslices", parsed.issues, obj=name)
+        if not name or not parsed.driver or not parsed.pool_name:
+            ctx.note("resourceslices", [warning("dra.slice.unusable", "no name, driver or pool")], obj=name)
+            continue
+        if existing is not None:
+            pools.add((existing.driver, existing.pool_name))
+            existing.delete()  # its devices go with it (rebuilt below)
+        row = ResourceSlice.objects.create(
+            cluster=ctx.cluster,
+            name=name,
+            driver=parsed.driver,
+            pool_name=parsed.pool_name,
+            generation=parsed.generation,
+            slice_count=parsed.resource_slice_count,
+            node_name=parsed.node_name or "",
+            content_hash=digest,
+        )
+        node_id = nodes.get(parsed.node_name or "")
+        ShareableUnit.objects.bulk_create(
+            ShareableUnit(
+                cluster=ctx.cluster,
+                node_id=node_id,
+                resource_slice=row,
+                key=f"dra/{parsed.driver}/{parsed.pool_name}/{device.name}@{name}",
+                kind="dra_device",
+                resource_name=parsed.driver,
+                ge_each=ge_to_decimal(device.ge),
+                model_key=device.model_key,
+                mig_profile=str(device.attributes.get("profile") or "") if _is_mig(device.attributes) else "",
+                placement_start=device.placement.start if device.placement else None,
+                placement_size=device.placement.size if device.placement else None,
+                device_uuid=str(device.attributes.get("uuid") or ""),
+                driver=parsed.driver,
+                pool_name=parsed.pool_name,
+                device_name=device.name,
+                attributes={k: v for k, v in device.attributes.items() if isinstance(v, str | int | bool)},
+                counted=False,
+            )
+            for device in parsed.devices
+        )
+        pools.add((parsed.driver, parsed.pool_name))
+        changes += 1
+    _recount_pools(ctx, pools)
+    return changes
+
+
+def _is_mig(attributes: Any) -> bool:
+    return str(attributes.get("type") or "") == "mig" or bool(attributes.get("profile"))
+
+
+def delete_slices(ctx: SyncContext, names: set[str]) -> int:
+    rows = ResourceSlice.objects.filter(cluster=ctx.cluster, name__in=names)
+    pools = set(rows.values_list("driver", "pool_name"))
+    deleted = rows.delete()[0]
+    _recount_pools(ctx, pools)
+    return deleted and len(names)
+
+
+def _recount_pools(ctx: SyncContext, pools: set[tuple[str, str]]) -> None:
+    """A pool counts only when every slice of its newest generation is present (assemble_pools' rule)."""
+    if not pools:
+        return
+    by_pool: dict[tuple[str, str], list[tuple[int, int, int]]] = {}
+    rows = ResourceSlice.objects.filter(
+        cluster=ctx.cluster, pool_name__in={pool for _, pool in pools}
+    ).values_list("pk", "driver", "pool_name", "generation", "slice_count")
+    for pk, driver, pool, generation, slice_count in rows:
+        if (driver, pool) in pools:
+            by_pool.setdefault((driver, pool), []).append((pk, generation, slice_count))
+    counted: list[int] = []
+    ignored: list[int] = []
+    for slices in by_pool.values():
+        newest = max(generation for _, generation, _ in slices)
+        current = [(pk, count) for pk, generation, count in slices if generation == newest]
+        complete = len(current) >= max(count for _, count in current)
+        (counted if complete else ignored).extend(pk for pk, _ in current)
+        ignored.extend(pk for pk, generation, _ in slices if generation != newest)
+    ShareableUnit.objects.filter(resource_slice_id__in=counted, counted=False).update(counted=True)
+    ShareableUnit.objects.filter(resource_slice_id__in=ignored, counted=True).update(counted=False)
+
+
+def apply_claims(
+    ctx: SyncContext, objects: Iterable[dict[str, Any]], *, reason: str, listing: bool
+) -> tuple[int, set[str]]:
+    """Upsert claims and open/close the intervals of their allocated devices; (changes, uids seen)."""
+    pairs = [(obj, parse_resource_claim(obj=obj)) for obj in objects]
+    pairs = [(obj, c) for obj, c in pairs if c.kind == "ResourceClaim"]
+    claims = [c for _, c in pairs]
+    devices = ctx.dra_devices()
+    existing = {
+        c.uid: c for c in ResourceClaim.objects.filter(cluster=ctx.cluster, uid__in=[c.uid for c in claims])
+    }
+    changes, holders, now = 0, [], timezone.now()
+    creating: list[ResourceClaim] = []
+    updating: list[ResourceClaim] = []
+    for obj, claim in pairs:
+        label = f"{claim.namespace}/{claim.name}"
+        ctx.note("resourceclaims", claim.issues, obj=label)
+        if not claim.uid or not claim.namespace:
+            ctx.note(
+                "resourceclaims", [warning("dra.claim.missing_identity", "no uid or namespace")], obj=label
+            )
+            continue
+        tenant_id = ctx.tenant_for(claim.namespace)
+        node_name = claim.allocated_node_names[0] if claim.allocated_node_names else ""
+        fields = {
+            "tenant_id": tenant_id,
+            "namespace": claim.namespace,
+            "name": claim.name,
+            "state": claim.state,
+            "requests": [r.name for r in claim.requests],
+            "results": [
+                {"request": r.request, "driver": r.driver, "pool": r.pool, "device": r.device}
+                for r in claim.results
+            ],
+            "reserved_for": [
+                {"resource": c.resource, "name": c.name, "uid": c.uid} for c in claim.reserved_for
+            ],
+            "node_name": node_name,
+            "deleting": bool(dig(obj, "metadata", "deletionTimestamp")),
+        }
+        digest = content_hash(fields)
+        row = existing.get(claim.uid)
+        if row is None or row.content_hash != digest or not row.present:
+            fields.update(content_hash=digest, present=True, gone_at=None)
+            if row is None:
+                row = ResourceClaim(cluster=ctx.cluster, uid=claim.uid, **fields)
+                creating.append(row)
+            else:
+                for name, value in fields.items():
+                    setattr(row, name, value)
+                updating.append(row)
+            changes += 1
+        # A claim's status does not say when it was allocated: on a list the creation time is the best
+        # the cluster reports; on a watch event, the moment we saw it.
+        created = k8s_time(dig(obj, "metadata", "creationTimestamp")) if listing else None
+        classes = _device_classes(claim)
+        rows = []
+        for result in claim.results:
+            if result.admin_access:
+                continue  # monitoring access does not hold the device
+            ref = devices.get((result.driver, result.pool, result.device))
+            if ref is None:
+                ctx.note("resourceclaims", [warning("dra.claim.unknown_device", f"{result.key}")], obj=label)
+            rows.append(
+                WantedRow(
+                    unit_key=f"dra/{result.driver}/{result.pool}/{result.device}",
+                    # The DeviceClass stands in for the flavor until flavors exist.
+                    resource_name=classes.get(result.request) or result.driver,
+                    count=1,
+                    ge=ref.ge_each if ref else Decimal(0),
+                    model_key=ref.model_key if ref else "",
+                    node_name=ref.node_name if ref else node_name,
+                    node_id=ref.node_id if ref else None,
+                    pool_id=ref.pool_id if ref else None,
+                    gpu_id=ref.gpu_id if ref else None,
+                    unit_id=ref.unit_id if ref else None,
+                )
+            )
+        holders.append(
+            Holder(
+                kind=HolderKind.CLAIM,
+                uid=claim.uid,
+                name=claim.name,
+                namespace=claim.namespace,
+                tenant_id=tenant_id,
+                started_at=created or now,
+                ended_at=now,
+                rows=tuple(rows),
+                claim_id=row.pk,
+            )
+        )
+    # Claims first (bulk), so the intervals opened below can point at them.
+    ResourceClaim.objects.bulk_create(creating, batch_size=1000)
+    ResourceClaim.objects.bulk_update(
+        updating, [*CLAIM_FIELDS, "content_hash", "present", "gone_at"], batch_size=1000
+    )
+    changes += reconcile_holders(cluster=ctx.cluster, holders=holders, reason=reason)
+    return changes, {h.uid for h in holders}
+
+
+def _device_classes(claim: Any) -> dict[str, str]:
+    """Request name (``req`` or ``req/sub`` for a firstAvailable alternative) -> DeviceClass."""
+    found = {}
+    for request in claim.requests:
+        if request.exactly is not None:
+            found[request.name] = request.exactly.device_class_name
+        for sub in request.first_available:
+            found[f"{request.name}/{sub.name}"] = sub.device_class_name
+    return found
+
+
+def vanish_claims(ctx: SyncContext, uids: set[str], *, reason: str) -> int:
+    now = timezone.now()
+    changes = ResourceClaim.objects.filter(cluster=ctx.cluster, uid__in=uids, present=True).update(
+        present=False, gone_at=now
+    )
+    return changes + close_holders(
+        cluster=ctx.cluster, kind=HolderKind.CLAIM, ended=dict.fromkeys(uids, now), reason=reason
+    )

@@ -1,0 +1,76 @@
+"""One entry point per kind for lists (pages, then reconcile) and watch batches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from inventory.domain.raw_fields import dig
+from inventory.models import HolderKind, ResourceClaim, ResourceSlice, SyncKind
+from inventory.sync import dra, nodes, pods
+from inventory.sync.context import SyncContext
+from inventory.sync.ledger import open_holder_uids
+
+
+def _key(kind: str, obj: dict[str, Any]) -> str:
+    field_name = "uid" if kind in (SyncKind.PODS, SyncKind.RESOURCE_CLAIMS) else "name"
+    return str(dig(obj, "metadata", field_name) or "")
+
+
+@dataclass
+class ListState:
+    """Keys seen so far in a list of one kind, to find what vanished once the last page is in."""
+
+    seen: set[str] = field(default_factory=set)
+
+
+def apply_upserts(ctx: SyncContext, kind: str, objects: list[dict[str, Any]], *, listing: bool) -> int:
+    reason = "resync" if listing else "changed"
+    if kind in (SyncKind.NODES, SyncKind.RESOURCE_SLICES):
+        ctx.units_changed()
+    if kind == SyncKind.NODES:
+        return nodes.apply_nodes(ctx, objects)
+    if kind == SyncKind.PODS:
+        return pods.apply_pods(ctx, objects, reason=reason)[0]
+    if kind == SyncKind.DEVICE_CLASSES:
+        return dra.apply_device_classes(ctx, objects)
+    if kind == SyncKind.RESOURCE_SLICES:
+        return dra.apply_slices(ctx, objects)
+    return dra.apply_claims(ctx, objects, reason=reason, listing=listing)[0]
+
+
+def apply_deletes(ctx: SyncContext, kind: str, objects: list[dict[str, Any]]) -> int:
+    keys = {_key(kind, o) for o in objects} - {""}
+    if kind in (SyncKind.NODES, SyncKind.RESOURCE_SLICES):
+        ctx.units_changed()
+    if kind == SyncKind.NODES:
+        return nodes.vanish_nodes(ctx, keys)
+    if kind == SyncKind.PODS:
+        return pods.delete_pods(ctx, objects)
+    if kind == SyncKind.DEVICE_CLASSES:
+        return dra.delete_device_classes(ctx, keys)
+    if kind == SyncKind.RESOURCE_SLICES:
+        return dra.delete_slices(ctx, keys)
+    return dra.vanish_claims(ctx, keys, reason="deleted")
+
+
+def finish_list(ctx: SyncContext, kind: str, state: ListState) -> int:
+    """After the last page: what we hold that the list no longer has is closed (not forgotten)."""
+    if kind == SyncKind.NODES:
+        return nodes.vanish_nodes(ctx, nodes.present_node_names(ctx) - state.seen)
+    if kind == SyncKind.PODS:
+        gone = open_holder_uids(cluster=ctx.cluster, kind=HolderKind.POD) - state.seen
+        return pods.delete_pods(ctx, [{"metadata": {"uid": uid}} for uid in gone])
+    if kind == SyncKind.DEVICE_CLASSES:
+        names = set(ctx.cluster.device_classes.values_list("name", flat=True))
+        return dra.delete_device_classes(ctx, names - state.seen)
+    if kind == SyncKind.RESOURCE_SLICES:
+        names = set(ResourceSlice.objects.filter(cluster=ctx.cluster).values_list("name", flat=True))
+        return dra.delete_slices(ctx, names - state.seen)
+    known = set(ResourceClaim.objects.filter(cluster=ctx.cluster, present=True).values_list("uid", flat=True))
+    gone = (known | open_holder_uids(cluster=ctx.cluster, kind=HolderKind.CLAIM)) - state.seen
+    return dra.vanish_claims(ctx, gone, reason="vanished")
+
+
+def observe_page(kind: str, state: ListState, objects: list[dict[str, Any]]) -> None:
+    state.seen.update(_key(kind, o) for o in objects)

@@ -1,0 +1,99 @@
+"""Small inventory rows for API and isolation tests, without a simulator."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.utils import timezone
+
+from inventory.crypto import encrypt_text
+from inventory.models import Allocation, Cluster, Gpu, Node, NodePool, ResourceClaim, ShareableUnit
+
+
+def cluster(name: str = "east") -> Cluster:
+    found, _ = Cluster.objects.get_or_create(
+        name=name,
+        defaults={"api_endpoint": "https://east.example:6443", "kubeconfig_encrypted": encrypt_text("x")},
+    )
+    return found
+
+
+def pool(name: str = "NVIDIA-H100-80GB-HBM3", *, tenant: Any = None, on: Cluster | None = None) -> NodePool:
+    found, _ = NodePool.objects.get_or_create(cluster=on or cluster(), name=name, defaults={"tenant": tenant})
+    return found
+
+
+def node(name: str = "gpu-0", *, in_pool: NodePool | None = None) -> Node:
+    the_pool = in_pool or pool()
+    found, _ = Node.objects.get_or_create(
+        cluster=the_pool.cluster,
+        name=name,
+        defaults={
+            "pool": the_pool,
+            "product": "NVIDIA-H100-80GB-HBM3",
+            "model_key": "H100-80GB",
+            "gpu_count": 1,
+        },
+    )
+    return found
+
+
+def gpu(*, on: Node | None = None) -> Gpu:
+    the_node = on or node()
+    found, _ = Gpu.objects.get_or_create(
+        node=the_node,
+        index=0,
+        defaults={"product": the_node.product, "model_key": "H100-80GB", "memory_mib": 81559},
+    )
+    ShareableUnit.objects.get_or_create(
+        cluster=the_node.cluster,
+        key=f"node/{the_node.name}/nvidia.com/gpu/0/-/0",
+        defaults={
+            "node": the_node,
+            "gpu": found,
+            "kind": "whole_gpu",
+            "resource_name": "nvidia.com/gpu",
+            "ge_each": Decimal(1),
+            "model_key": "H100-80GB",
+        },
+    )
+    return found
+
+
+def claim(*, tenant: Any, namespace: str, name: str = "claim-1") -> ResourceClaim:
+    found, _ = ResourceClaim.objects.get_or_create(
+        cluster=cluster(),
+        uid=f"uid-{namespace}-{name}",
+        defaults={"tenant": tenant, "namespace": namespace, "name": name, "state": "allocated"},
+    )
+    return found
+
+
+def allocation(
+    *, tenant: Any, namespace: str, name: str = "pod-1", hours_ago: int = 2, open: bool = True
+) -> Allocation:
+    existing = Allocation.objects.filter(holder_uid=f"uid-{namespace}-{name}").first()
+    if existing is not None:
+        return existing
+    now = timezone.now()
+    the_node = node()
+    return Allocation.objects.create(
+        cluster=the_node.cluster,
+        tenant=tenant,
+        namespace=namespace,
+        holder_kind="Pod",
+        holder_name=name,
+        holder_uid=f"uid-{namespace}-{name}",
+        unit_key="nvidia.com/gpu",
+        resource_name="nvidia.com/gpu",
+        count=1,
+        ge=Decimal(1),
+        model_key="H100-80GB",
+        node=the_node,
+        node_name=the_node.name,
+        pool=the_node.pool,
+        started_at=now - timedelta(hours=hours_ago),
+        ended_at=None if open else now - timedelta(hours=hours_ago - 1),
+    )
