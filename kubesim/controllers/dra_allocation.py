@@ -1,0 +1,316 @@
+"""The DRA allocator's core: which devices of a node's pools satisfy a ResourceClaim.
+
+Rules kept from the real allocator (k8s.io/dynamic-resource-allocation/structured):
+- only complete pools count: every slice of the newest generation seen (resourceSliceCount of them);
+- a device matches when every DeviceClass selector and every request selector evaluates to true;
+  an evaluation error is a mismatch;
+- ExactCount takes `count` devices (default 1), All takes every matching device of the node and
+  fails if one of them is taken; firstAvailable tries sub-requests in order ("<request>/<sub>");
+- a device is allocated at most once, and devices consuming shared counters never exceed the set;
+- constraints.matchAttribute: all devices of the listed requests share the attribute's value.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from kubesim.controllers.cache import Cache
+from kubesim.controllers.cel_env import SelectorEvaluator, device_activation
+from kubesim.scenarios.quantity import parse_quantity
+
+DeviceId = tuple[str, str, str]  # (driver, pool, device)
+Amounts = dict[str, Fraction]  # counter name -> amount consumed
+SetAmounts = dict[tuple[str, str], Fraction]  # (counter set, counter) -> amount consumed
+
+
+def _fraction() -> Fraction:
+    return Fraction(0)
+
+
+def _amounts() -> Amounts:
+    return defaultdict(_fraction)
+
+
+def _merged(first: SetAmounts, second: SetAmounts) -> SetAmounts:
+    merged: SetAmounts = defaultdict(_fraction, first)
+    for key, value in second.items():
+        merged[key] += value
+    return merged
+
+
+@dataclass
+class PoolView:
+    driver: str
+    name: str
+    node: str | None
+    generation: int
+    devices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    counter_sets: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+
+
+@dataclass
+class Slot:
+    request: str  # name written to results: "<request>" or "<request>/<subrequest>"
+    device_class: str
+    selectors: list[str]
+    count: int
+    mode: str
+
+
+def request_alternatives(request: dict[str, Any]) -> list[Slot]:
+    """The ways to satisfy one request of a v1 claim, in preference order (legacy flat shape accepted)."""
+    name = request.get("name", "")
+    if request.get("firstAvailable"):
+        return [_slot(f"{name}/{sub.get('name', '')}", sub) for sub in request["firstAvailable"]]
+    return [_slot(name, request.get("exactly") or request)]
+
+
+def _slot(name: str, spec: dict[str, Any]) -> Slot:
+    selectors = [s["cel"]["expression"] for s in spec.get("selectors") or [] if s.get("cel")]
+    return Slot(
+        request=name,
+        device_class=spec.get("deviceClassName", ""),
+        selectors=selectors,
+        count=int(spec.get("count") or 1),
+        mode=spec.get("allocationMode") or "ExactCount",
+    )
+
+
+def _attribute(device: dict[str, Any], driver: str, qualified: str) -> Any:
+    domain, _, short = qualified.rpartition("/")
+    attributes = device.get("attributes") or {}
+    value = attributes.get(qualified) or (attributes.get(short) if domain == driver else None)
+    return None if value is None else next(iter(value.values()))
+
+
+def _relevant(expression: str, device: dict[str, Any]) -> tuple[Any, ...]:
+    """The attribute and capacity values an expression can see, by name: its result depends on nothing else.
+
+    Thousands of devices share a model and profile and differ only in ids the selectors never read, so
+    keying results on this (not on the device name) evaluates each expression a handful of times per
+    cluster instead of once per device: cel-python takes about a millisecond per evaluation.
+    """
+    values: list[Any] = []
+    for section in ("attributes", "capacity"):
+        for name, value in sorted((device.get(section) or {}).items()):
+            if name.rpartition("/")[2] in expression:
+                values.append((section, name, tuple(sorted(value.items()))))
+    return tuple(values)
+
+
+class Allocator:
+    """Allocation state of the cluster for one controller pass, rebuilt from the cache."""
+
+    def __init__(
+        self,
+        cache: Cache,
+        evaluator: SelectorEvaluator,
+        match_cache: dict[tuple[str, str, str, str, int], bool] | None = None,
+    ) -> None:
+        self.cache = cache
+        self.evaluator = evaluator
+        self.pools: dict[tuple[str, str], PoolView] = self._complete_pools()
+        self.pools_by_node: dict[str, list[PoolView]] = defaultdict(list)
+        for pool in self.pools.values():
+            if pool.node:
+                self.pools_by_node[pool.node].append(pool)
+        self.allocated: set[DeviceId] = set()
+        self.counters_used: dict[tuple[str, str, str], Amounts] = defaultdict(_amounts)
+        # Selector results per device and pool generation; callers keep it across passes, since
+        # evaluating CEL in Python costs about a millisecond and a device's attributes only change
+        # with a new pool generation.
+        self._match_cache: dict[tuple[Any, ...], Any] = match_cache if match_cache is not None else {}
+        self.errors: list[str] = []
+        for claim in cache.values("resourceclaims"):
+            for result in (
+                ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
+            ):
+                self.take((result["driver"], result["pool"], result["device"]))
+
+    def _complete_pools(self) -> dict[tuple[str, str], PoolView]:
+        slices: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for rs in self.cache.values("resourceslices"):
+            spec = rs.get("spec") or {}
+            slices[(spec.get("driver", ""), (spec.get("pool") or {}).get("name", ""))].append(spec)
+        pools = {}
+        for (driver, name), specs in slices.items():
+            newest = max(int(s["pool"].get("generation", 0)) for s in specs)
+            current = [s for s in specs if int(s["pool"].get("generation", 0)) == newest]
+            if len(current) != int(current[0]["pool"].get("resourceSliceCount", 1)):
+                continue  # incomplete: the driver is still publishing this generation
+            view = PoolView(driver, name, current[0].get("nodeName"), newest)
+            for spec in current:
+                for device in spec.get("devices") or []:
+                    view.devices[device["name"]] = device
+                for counter_set in spec.get("sharedCounters") or []:
+                    view.counter_sets[counter_set["name"]] = {
+                        k: parse_quantity(v["value"]) for k, v in counter_set["counters"].items()
+                    }
+            pools[(driver, name)] = view
+        return pools
+
+    def take(self, device_id: DeviceId) -> None:
+        self.allocated.add(device_id)
+        pool = self.pools.get((device_id[0], device_id[1]))
+        device = pool.devices.get(device_id[2]) if pool else None
+        for consumed in (device or {}).get("consumesCounters") or []:
+            used = self.counters_used[(device_id[0], device_id[1], consumed["counterSet"])]
+            for counter, value in consumed["counters"].items():
+                used[counter] += parse_quantity(value["value"])
+
+    def release(self, device_id: DeviceId) -> None:
+        if device_id not in self.allocated:
+            return
+        self.allocated.discard(device_id)
+        pool = self.pools.get((device_id[0], device_id[1]))
+        device = pool.devices.get(device_id[2]) if pool else None
+        for consumed in (device or {}).get("consumesCounters") or []:
+            used = self.counters_used[(device_id[0], device_id[1], consumed["counterSet"])]
+            for counter, value in consumed["counters"].items():
+                used[counter] -= parse_quantity(value["value"])
+
+    def counters_fit(self, pool: PoolView, device: dict[str, Any], extra: SetAmounts) -> bool:
+        for consumed in device.get("consumesCounters") or []:
+            available = pool.counter_sets.get(consumed["counterSet"])
+            if available is None:
+                return False
+            used = self.counters_used[(pool.driver, pool.name, consumed["counterSet"])]
+            for counter, value in consumed["counters"].items():
+                want = parse_quantity(value["value"])
+                have = available.get(counter, Fraction(0))
+                if used[counter] + extra.get((consumed["counterSet"], counter), Fraction(0)) + want > have:
+                    return False
+        return True
+
+    def _matching(self, pool: PoolView, slot: Slot) -> list[str]:
+        """Names of the pool's devices that match the slot's class and selectors, whether free or not."""
+        key = ("candidates", pool.driver, pool.name, pool.generation, slot.device_class, *slot.selectors)
+        cached = self._match_cache.get(key)
+        if cached is None:
+            cached = [name for name in sorted(pool.devices) if self.matches(pool, pool.devices[name], slot)]
+            self._match_cache[key] = cached
+        return list(cached)
+
+    def matches(self, pool: PoolView, device: dict[str, Any], slot: Slot) -> bool:
+        device_class = self.cache.get("deviceclasses", None, slot.device_class)
+        if device_class is None:
+            return False
+        expressions = [
+            s["cel"]["expression"]
+            for s in (device_class.get("spec") or {}).get("selectors") or []
+            if s.get("cel")
+        ]
+        expressions += slot.selectors
+        activation: dict[str, Any] | None = None
+        for expression in expressions:
+            key = ("match", expression, pool.driver, _relevant(expression, device))
+            result = self._match_cache.get(key)
+            if result is None:
+                if activation is None:
+                    activation = device_activation(pool.driver, device)
+                result, error = self.evaluator.matches(expression, activation)
+                if error:
+                    self.errors.append(f"{slot.device_class}: {error}")
+                self._match_cache[key] = result
+            if not result:
+                return False
+        return True
+
+    def allocate(self, claim: dict[str, Any], node: str) -> list[dict[str, str]] | None:
+        """Results for `claim` from the pools of `node`, or None. Does not mark anything taken."""
+        devices_spec = (claim.get("spec") or {}).get("devices") or {}
+        requests = devices_spec.get("requests") or []
+        constraints = [c for c in devices_spec.get("constraints") or [] if c.get("matchAttribute")]
+        pools = self.pools_by_node.get(node, [])
+        if not pools:
+            return None
+        return self._solve(requests, constraints, pools, 0, [], defaultdict(_fraction))
+
+    def _solve(
+        self,
+        requests: list[dict[str, Any]],
+        constraints: list[dict[str, Any]],
+        pools: list[PoolView],
+        index: int,
+        chosen: list[tuple[str, PoolView, str]],
+        extra: SetAmounts,
+    ) -> list[dict[str, str]] | None:
+        if index == len(requests):
+            return [
+                {"request": request, "driver": pool.driver, "pool": pool.name, "device": device}
+                for request, pool, device in chosen
+            ]
+        for slot in request_alternatives(requests[index]):
+            picked = self._fill(slot, requests[index].get("name", ""), constraints, pools, chosen, extra)
+            if picked is None:
+                continue
+            added, added_extra = picked
+            result = self._solve(
+                requests, constraints, pools, index + 1, chosen + added, _merged(extra, added_extra)
+            )
+            if result is not None:
+                return result
+        return None
+
+    def _fill(
+        self,
+        slot: Slot,
+        request_name: str,
+        constraints: list[dict[str, Any]],
+        pools: list[PoolView],
+        chosen: list[tuple[str, PoolView, str]],
+        extra: SetAmounts,
+    ) -> tuple[list[tuple[str, PoolView, str]], SetAmounts] | None:
+        in_claim = {(pool.driver, pool.name, device) for _, pool, device in chosen}
+        candidates = []
+        for pool in sorted(pools, key=lambda p: (p.driver, p.name)):
+            for name in self._matching(pool, slot):
+                candidates.append((pool, name, pool.devices[name]))
+        if slot.mode == "All":
+            if not candidates or any(
+                (p.driver, p.name, n) in self.allocated or (p.driver, p.name, n) in in_claim
+                for p, n, _ in candidates
+            ):
+                return None
+            wanted = len(candidates)
+        else:
+            wanted = slot.count
+        # Constraints that apply to this request, with values fixed by devices chosen earlier.
+        applicable = [c for c in constraints if not c.get("requests") or request_name in c["requests"]]
+        picked: list[tuple[str, PoolView, str]] = []
+        picked_extra: SetAmounts = defaultdict(_fraction)
+        fixed: dict[str, Any] = {}
+        for constraint in applicable:
+            attribute = constraint["matchAttribute"]
+            for request, chosen_pool, chosen_name in chosen:
+                if not constraint.get("requests") or request.split("/")[0] in constraint["requests"]:
+                    fixed[attribute] = _attribute(
+                        chosen_pool.devices[chosen_name], chosen_pool.driver, attribute
+                    )
+                    break
+        for pool, name, device in candidates:
+            if len(picked) == wanted:
+                break
+            device_id = (pool.driver, pool.name, name)
+            if device_id in self.allocated or device_id in in_claim:
+                continue
+            if any(device_id == (p.driver, p.name, n) for _, p, n in picked):
+                continue
+            values = {
+                c["matchAttribute"]: _attribute(device, pool.driver, c["matchAttribute"]) for c in applicable
+            }
+            if any(v is None or (k in fixed and fixed[k] != v) for k, v in values.items()):
+                continue
+            if not self.counters_fit(pool, device, _merged(extra, picked_extra)):
+                continue
+            fixed.update(values)
+            picked.append((slot.request, pool, name))
+            for consumed in device.get("consumesCounters") or []:
+                for counter, value in consumed["counters"].items():
+                    picked_extra[(consumed["counterSet"], counter)] += parse_quantity(value["value"])
+        if len(picked) < wanted:
+            return None
+        return picked, picked_extra

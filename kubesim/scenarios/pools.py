@@ -1,0 +1,123 @@
+"""Node pools of each scenario: which GPU model, which sharing mechanism, and what share of the nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    name: str  # also the `gpuplatform.io/node-pool` label value and the node name stem
+    mechanism: str  # exclusive | mig-mixed | mig-single | time-slicing | mps | hami | dra
+    model: str  # GpuModel.key
+    weight: float  # share of the scenario's nodes
+    mig_config: str = "all-disabled"  # nvidia.com/mig.config of MIG-capable models
+    device_plugin_config: str | None = None  # nvidia.com/device-plugin.config key
+    dra_mode: str = "gpu"  # gpu (whole GPUs) | mig (static MIG devices) | partitionable (counters)
+    max_nodes: int | None = None  # cap, for pools whose objects are large (partitionable slices)
+    tainted: bool = True  # nvidia.com/gpu=present:NoSchedule, as GKE and many operators set it
+
+
+EXCLUSIVE = (
+    PoolSpec("h100-exclusive", "exclusive", "H100-80GB-HBM3", 0.5),
+    PoolSpec("l40s-exclusive", "exclusive", "L40S", 0.3, tainted=False),
+    PoolSpec("a100-80-exclusive", "exclusive", "A100-80GB-PCIe", 0.2),
+)
+MIG_MIXED = (
+    PoolSpec("h100-mig-balanced", "mig-mixed", "H100-80GB-HBM3", 0.5, "all-balanced", "mixed"),
+    PoolSpec("h200-mig-balanced", "mig-mixed", "H200", 0.3, "all-balanced", "mixed"),
+    PoolSpec("a100-80-mig-custom", "mig-mixed", "A100-80GB-PCIe", 0.2, "2g-2g-2g-1g-and-4g-3g", "mixed"),
+)
+MIG_SINGLE = (
+    PoolSpec("a100-40-mig-1g", "mig-single", "A100-SXM4-40GB", 0.5, "all-1g.5gb", "single"),
+    PoolSpec("h100-mig-3g", "mig-single", "H100-80GB-HBM3", 0.5, "all-3g.40gb", "single"),
+)
+TIME_SLICING = (
+    PoolSpec("t4-timeslicing", "time-slicing", "T4", 0.6, device_plugin_config="tesla-t4", tainted=False),
+    PoolSpec("l40s-timeslicing", "time-slicing", "L40S", 0.2, device_plugin_config="l40s"),
+    PoolSpec("t4-timeslicing-renamed", "time-slicing", "T4", 0.2, device_plugin_config="slice-4"),
+)
+MPS = (
+    PoolSpec("l40s-mps", "mps", "L40S", 0.6, device_plugin_config="mps-four"),
+    PoolSpec("h100-mps", "mps", "H100-80GB-HBM3", 0.4, device_plugin_config="mps-two"),
+)
+HAMI = (
+    PoolSpec("a100-80-hami", "hami", "A100-80GB-PCIe", 0.6),
+    PoolSpec("t4-hami", "hami", "T4", 0.4, tainted=False),
+)
+DRA = (
+    PoolSpec("h100-dra", "dra", "H100-80GB-HBM3", 0.45, dra_mode="gpu"),
+    PoolSpec("a100-80-dra-mig", "dra", "A100-80GB-PCIe", 0.45, "all-1g.10gb", dra_mode="mig"),
+    PoolSpec("h200-dra-partitionable", "dra", "H200", 0.1, dra_mode="partitionable", max_nodes=64),
+)
+
+
+def _scaled(pools: tuple[PoolSpec, ...], factor: float) -> tuple[PoolSpec, ...]:
+    return tuple(
+        PoolSpec(
+            p.name,
+            p.mechanism,
+            p.model,
+            p.weight * factor,
+            p.mig_config,
+            p.device_plugin_config,
+            p.dra_mode,
+            p.max_nodes,
+            p.tainted,
+        )
+        for p in pools
+    )
+
+
+# The mixed fleet: every mechanism at once. DRA gets the largest share so that a 5,000-node build has
+# room for most of its 100,000 claims (static 1g MIG devices: 56 per node).
+MIXED = (
+    _scaled(EXCLUSIVE[:2], 0.18)
+    + _scaled(MIG_MIXED[:2], 0.10)
+    + _scaled(MIG_SINGLE[:1], 0.08)
+    + _scaled(TIME_SLICING[:2], 0.10)
+    + _scaled(MPS[:1], 0.06)
+    + _scaled(HAMI[:1], 0.10)
+    + _scaled(DRA, 0.38)
+)
+
+SCENARIO_POOLS: dict[str, tuple[PoolSpec, ...]] = {
+    "empty": (),
+    "mixed": MIXED,
+    "exclusive": EXCLUSIVE,
+    "mig-mixed": MIG_MIXED,
+    "mig-single": MIG_SINGLE,
+    "timeslicing": TIME_SLICING,
+    "mps": MPS,
+    "hami": HAMI,
+    "dra": DRA,
+}
+
+
+def split_nodes(pools: tuple[PoolSpec, ...], nodes: int) -> list[tuple[PoolSpec, int]]:
+    """Node count per pool: proportional to weight, capped, every pool at least one node when room allows.
+
+    Largest-remainder rounding keeps the sum exactly `nodes`; capped pools give their excess to the
+    uncapped pool with the largest weight.
+    """
+    if not pools or nodes <= 0:
+        return []
+    total = sum(p.weight for p in pools)
+    raw = [nodes * p.weight / total for p in pools]
+    counts = [int(r) for r in raw]
+    order = sorted(range(len(pools)), key=lambda i: raw[i] - counts[i], reverse=True)
+    for i in order[: nodes - sum(counts)]:
+        counts[i] += 1
+    if nodes >= len(pools):
+        for i in range(len(pools)):
+            if counts[i] == 0:
+                donor = max(range(len(pools)), key=lambda j: counts[j])
+                counts[donor] -= 1
+                counts[i] = 1
+    uncapped = [i for i, p in enumerate(pools) if p.max_nodes is None]
+    for i, pool in enumerate(pools):
+        if pool.max_nodes is not None and counts[i] > pool.max_nodes and uncapped:
+            excess = counts[i] - pool.max_nodes
+            counts[i] = pool.max_nodes
+            counts[max(uncapped, key=lambda j: pools[j].weight)] += excess
+    return [(pool, count) for pool, count in zip(pools, counts, strict=True) if count > 0]

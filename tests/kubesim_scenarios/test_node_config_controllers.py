@@ -1,0 +1,167 @@
+"""mig-manager and device-plugin: config labels change what a node advertises, safely."""
+
+from __future__ import annotations
+
+from tests.kubesim_scenarios.controller_helpers import cluster, gpu_pod
+
+MIG_CONFIG = "nvidia.com/mig.config"
+STATE = "nvidia.com/mig.config.state"
+DP_CONFIG = "nvidia.com/device-plugin.config"
+
+
+def test_mig_reconfiguration_waits_while_gpu_pods_run_and_applies_when_idle() -> None:
+    # given an H100 all-balanced node with one MIG pod running
+    c = cluster("mig-mixed", 1, enabled={"scheduler", "mig-manager", "pod-lifecycle"})
+    node = c.nodes_of_pool("h100-mig-balanced")[0]
+    c.store.create("pods", gpu_pod("busy", {"nvidia.com/mig-1g.10gb": "1"}))
+    c.settle()
+    assert c.pod("team-vision", "busy")["status"]["phase"] == "Running"
+
+    # when the platform asks for seven 1g.10gb per GPU
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {MIG_CONFIG: "all-1g.10gb"}}})
+    c.settle()
+
+    # then the node stays pending, unchanged, with a warning naming the pod
+    current = c.node(node)
+    assert current["metadata"]["labels"][STATE] == "pending"
+    assert current["status"]["allocatable"]["nvidia.com/mig-3g.40gb"] == "8"
+    [blocked] = c.events("MigConfigBlocked")
+    assert "team-vision/busy" in blocked["message"]
+
+    # when the node drains
+    c.store.delete("pods", "team-vision", "busy")
+    c.settle()
+
+    # then the geometry is applied and capacity rewritten
+    current = c.node(node)
+    labels = current["metadata"]["labels"]
+    assert labels[STATE] == "success"
+    assert current["status"]["allocatable"]["nvidia.com/mig-1g.10gb"] == "56"
+    assert current["status"]["allocatable"]["nvidia.com/mig-3g.40gb"] == "0"
+    assert labels["nvidia.com/mig-1g.10gb.count"] == "56"
+    assert not any(key.startswith("nvidia.com/mig-3g.40gb.") for key in labels)
+    assert c.events("MigConfigApplied")
+
+
+def test_mig_single_strategy_relabels_the_product_and_counts_mig_devices_as_gpus() -> None:
+    c = cluster("mig-single", 2, enabled={"mig-manager"})
+    node = c.nodes_of_pool("a100-40-mig-1g")[0]
+
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {MIG_CONFIG: "all-3g.20gb"}}})
+    c.settle()
+
+    current = c.node(node)
+    assert current["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB-MIG-3g.20gb"
+    assert current["metadata"]["labels"]["nvidia.com/gpu.count"] == "16"
+    assert current["status"]["capacity"]["nvidia.com/gpu"] == "16"
+
+
+def test_an_unknown_or_impossible_mig_config_fails_and_changes_nothing() -> None:
+    c = cluster("mig-mixed", 1, enabled={"mig-manager"})
+    node = c.nodes_of_pool("h100-mig-balanced")[0]
+    before = c.node(node)["status"]["allocatable"]
+
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {MIG_CONFIG: "no-such-config"}}})
+    c.settle()
+    assert c.node(node)["metadata"]["labels"][STATE] == "failed"
+
+    # all-1g.5gb names an A100-40GB profile: mig-parted cannot place it on an H100
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {MIG_CONFIG: "all-1g.5gb"}}})
+    c.settle()
+
+    assert c.node(node)["metadata"]["labels"][STATE] == "failed"
+    assert c.node(node)["status"]["allocatable"] == before
+    assert len(c.events("MigConfigFailed")) == 2
+
+
+def test_mig_reconfiguration_of_a_dra_node_publishes_a_new_pool_generation() -> None:
+    c = cluster("dra", 3, enabled={"mig-manager"})
+    node = c.nodes_of_pool("a100-80-dra-mig")[0]
+
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {MIG_CONFIG: "all-3g.40gb"}}})
+    c.settle()
+
+    slices = [s for s in c.store.list("resourceslices") if s["spec"]["nodeName"] == node]
+    assert {s["spec"]["pool"]["generation"] for s in slices} == {2}
+    profiles = [d["attributes"]["profile"]["string"] for s in slices for d in s["spec"]["devices"]]
+    assert profiles == ["3g.40gb"] * 16
+    assert all(s["spec"]["pool"]["resourceSliceCount"] == len(slices) for s in slices)
+
+
+def test_time_slicing_config_multiplies_allocatable_by_the_replicas() -> None:
+    # given an untainted 8x L40S node without sharing
+    c = cluster("exclusive", 2, enabled={"device-plugin"})
+    node = c.nodes_of_pool("l40s-exclusive")[0]
+    assert c.node(node)["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {DP_CONFIG: "any"}}})
+    c.settle()
+
+    current = c.node(node)
+    labels = current["metadata"]["labels"]
+    assert current["status"]["allocatable"]["nvidia.com/gpu"] == "32"
+    assert labels["nvidia.com/gpu.replicas"] == "4"
+    assert labels["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-L40S-SHARED"
+    assert labels["nvidia.com/gpu.count"] == "8"
+
+
+def test_rename_by_default_moves_the_shares_to_gpu_shared() -> None:
+    c = cluster("exclusive", 2, enabled={"device-plugin"})
+    node = c.nodes_of_pool("l40s-exclusive")[0]
+
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {DP_CONFIG: "slice-4"}}})
+    c.settle()
+
+    current = c.node(node)
+    assert current["status"]["allocatable"]["nvidia.com/gpu.shared"] == "32"
+    assert current["status"]["allocatable"]["nvidia.com/gpu"] == "0"
+    assert current["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-L40S"
+
+
+def test_mps_and_back_to_exclusive() -> None:
+    c = cluster("timeslicing", 3, enabled={"device-plugin"})
+    node = c.nodes_of_pool("t4-timeslicing")[0]
+
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {DP_CONFIG: "mps-two"}}})
+    c.settle()
+    assert c.node(node)["status"]["allocatable"]["nvidia.com/gpu"] == "16"
+    assert c.node(node)["metadata"]["labels"]["nvidia.com/gpu.sharing-strategy"] == "mps"
+
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {DP_CONFIG: None}}})
+    c.settle()
+    assert c.node(node)["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert c.node(node)["metadata"]["labels"]["nvidia.com/gpu.product"] == "Tesla-T4"
+
+
+def test_an_unknown_device_plugin_config_keeps_the_node_as_it_is() -> None:
+    c = cluster("timeslicing", 3, enabled={"device-plugin"})
+    node = c.nodes_of_pool("t4-timeslicing")[0]
+    before = c.node(node)["status"]["allocatable"]
+
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {DP_CONFIG: "does-not-exist"}}})
+    c.settle()
+
+    assert c.node(node)["status"]["allocatable"] == before
+    assert len(c.events("InvalidDevicePluginConfig")) == 1
+
+
+def test_a_config_map_edit_is_what_the_device_plugin_applies() -> None:
+    c = cluster("exclusive", 2, enabled={"device-plugin"})
+    node = c.nodes_of_pool("l40s-exclusive")[0]
+    c.store.patch_merge(
+        "configmaps",
+        "gpu-operator",
+        "device-plugin-config",
+        {
+            "data": {
+                "platform-ts-3": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                "    - name: nvidia.com/gpu\n      replicas: 3\n"
+            }
+        },
+    )
+
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {DP_CONFIG: "platform-ts-3"}}})
+    c.settle()
+
+    assert c.node(node)["status"]["allocatable"]["nvidia.com/gpu"] == "24"
