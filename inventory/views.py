@@ -3,10 +3,7 @@ allocation history. Every query goes through visible_to(), like the API."""
 
 from __future__ import annotations
 
-import hashlib
-from collections import defaultdict
 from decimal import Decimal
-from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -18,16 +15,7 @@ from gpuplatform.ui.auth import current_user
 from inventory import selectors
 from inventory.api.filters import AllocationFilter
 from inventory.models import Allocation, Cluster, Node, NodePool, ParseIssueCount
-
-UNASSIGNED_COLOUR = "#9aa5b1"
-
-
-def tenant_colour(slug: str | None) -> str:
-    """A stable colour per tenant, grey for the unassigned bucket."""
-    if not slug:
-        return UNASSIGNED_COLOUR
-    hue = int(hashlib.sha256(slug.encode()).hexdigest()[:4], 16) % 360
-    return f"hsl({hue} 65% 48%)"
+from inventory.node_layout import node_layout, tenant_colour
 
 
 @login_required
@@ -79,46 +67,12 @@ def pool_detail(request: HttpRequest, pool_id: str) -> HttpResponse:
 def node_detail(request: HttpRequest, node_id: str) -> HttpResponse:
     user = current_user(request)
     node = get_object_or_404(Node.objects.visible_to(user).select_related("cluster", "pool"), pk=node_id)
-    held = Allocation.objects.filter(node=node, ended_at__isnull=True).select_related("tenant")
-    by_gpu: dict[Any, list[Allocation]] = defaultdict(list)
-    by_resource: dict[str, list[Allocation]] = defaultdict(list)
-    for allocation in held:
-        if allocation.gpu_id:
-            by_gpu[allocation.gpu_id].append(allocation)
-        else:
-            by_resource[allocation.resource_name].extend([allocation] * allocation.count)
-    cards = []
-    for gpu in node.gpus.order_by("index"):
-        blocks = []
-        for unit in gpu.units.order_by("key"):
-            holders = (
-                by_gpu.get(gpu.pk, []) if unit.kind == "hami_gpu" else by_resource.get(unit.resource_name, [])
-            )
-            for _ in range(unit.count if unit.kind != "hami_gpu" else 1):
-                holder = holders.pop(0) if holders else None
-                blocks.append(_block(unit.mig_profile or unit.kind, unit.ge_each, holder))
-            if unit.kind == "hami_gpu":
-                blocks.extend(_block("share", a.ge, a) for a in holders)
-        cards.append({"gpu": gpu, "blocks": blocks})
-    # MIG groups of a mixed node are not tied to one card by the labels: drawn as a node-wide strip.
-    loose = []
-    for unit in node.units.filter(gpu__isnull=True).order_by("key"):
-        holders = by_resource.get(unit.resource_name, [])
-        for _ in range(unit.count):
-            loose.append(
-                _block(unit.mig_profile or unit.kind, unit.ge_each, holders.pop(0) if holders else None)
-            )
-    return render(request, "inventory/node.html", {"node": node, "cards": cards, "loose": loose})
-
-
-def _block(label: str, ge: Any, holder: Allocation | None) -> dict[str, Any]:
-    slug = holder.tenant.slug if holder and holder.tenant else None
-    return {
-        "label": label,
-        "width": max(float(ge) * 100, 4),
-        "colour": tenant_colour(slug) if holder else "transparent",
-        "holder": f"{holder.namespace}/{holder.holder_name} ({slug or 'unassigned'})" if holder else "free",
-    }
+    layout = node_layout(node=node)
+    return render(
+        request,
+        "inventory/node.html",
+        {"node": node, "layout": layout, "cards": layout.cards, "loose": layout.loose},
+    )
 
 
 @login_required

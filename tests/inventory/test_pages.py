@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from inventory.models import Node, NodePool
+from inventory.models import Allocation, Node, NodePool
+from inventory.node_layout import node_layout
 from inventory.sync.runner import ClusterSync
 
 pytestmark = pytest.mark.django_db
@@ -44,3 +45,30 @@ def test_pages_over_a_synced_cluster(cast, kubesim_factory, register, mapped):
     history = dana.get("/inventory/allocations/").content.decode()
     assert "team-vision" in history and "team-nlp" not in history and "sandbox-unowned" not in history
     assert "<h2>Clusters</h2>" not in dana.get("/inventory/").content.decode()
+
+
+def test_the_node_page_puts_dra_devices_on_their_cards_coloured_by_holder(
+    cast, kubesim_factory, register, mapped
+):
+    # given a synced cluster whose H100 DRA nodes publish one whole-GPU device per card
+    sim = kubesim_factory(scenario="mixed", nodes=20, seed=1)
+    cluster = register(sim)
+    ClusterSync(cluster).full_sync()
+    node = Node.objects.get(cluster=cluster, name="gpu-h100-dra-0000")
+
+    # when the node is laid out
+    layout = node_layout(node=node)
+
+    # then each of the 8 cards carries exactly its device, none is left loose, and held devices name
+    # the tenant of the claim's namespace (what the truth says is held there)
+    assert [len(card.blocks) for card in layout.cards] == [1] * 8
+    assert layout.loose == []
+    held = {
+        a.unit_key.split("/")[3].split("@")[0]: (
+            mapped[a.namespace].slug if mapped[a.namespace] else "unassigned"
+        )
+        for a in Allocation.objects.filter(node=node, ended_at__isnull=True)
+    }
+    drawn = {f"gpu-{card.gpu.index}": card.blocks[0].tenant for card in layout.cards if card.blocks[0].tenant}
+    assert drawn == held
+    assert {tenant for tenant, _ in layout.legend} == set(held.values())
