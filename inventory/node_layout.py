@@ -89,19 +89,22 @@ def _dra_card_index(units: list[ShareableUnit]) -> dict[uuid.UUID, int]:
 def node_layout(*, node: Node) -> NodeLayout:
     """The node's cards with their unit blocks, coloured by holding tenant. Three queries."""
     held = list(Allocation.objects.filter(node=node, ended_at__isnull=True).select_related("tenant"))
+    gpus = list(node.gpus.order_by("index"))
+    units = list(node.units.order_by("key"))
+    # A DRA unit's key carries "@<slice>"; the ledger names the device as claims do, without it.
+    unit_keys = {unit.key for unit in units} | {unit.key.split("@", 1)[0] for unit in units}
     by_key: dict[str, list[Allocation]] = defaultdict(list)
     by_resource: dict[str, list[Allocation]] = defaultdict(list)
     for allocation in held:
-        by_key[allocation.unit_key].append(allocation)
-        by_resource[allocation.resource_name].extend([allocation] * allocation.count)
-    gpus = list(node.gpus.order_by("index"))
-    units = list(node.units.order_by("key"))
+        if allocation.unit_key in unit_keys:
+            by_key[allocation.unit_key].append(allocation)
+        else:  # device-plugin holders name a resource, not a unit: they fill its units in order
+            by_resource[allocation.resource_name].extend([allocation] * allocation.count)
     cards = {gpu.index: Card(gpu=gpu) for gpu in gpus}
     dra_index = _dra_card_index([u for u in units if u.kind == "dra_device"])
     gpu_index = {gpu.pk: gpu.index for gpu in gpus}
     loose: list[Block] = []
     for unit in units:
-        # A DRA unit's key carries "@<slice>"; the ledger names the device as claims do, without it.
         keyed = by_key.get(unit.key) or by_key.get(unit.key.split("@", 1)[0])
         if unit.kind == "hami_gpu":
             # One card shared by many: each holder is a block of its own size.
