@@ -17,10 +17,12 @@ from typing import Any
 
 import yaml
 
+from kubesim.controllers import CONTROLLER_NAMES, start_controllers
 from kubesim.faults import Faults
 from kubesim.loader import load_objects
 from kubesim.pagination import Paginator
 from kubesim.rest import Api
+from kubesim.scenarios import NAMES, build
 from kubesim.server import KubeHTTPServer, ServerThread
 from kubesim.store import DEFAULT_HISTORY_WINDOW, Store
 
@@ -35,22 +37,10 @@ def scenario_objects(name: str, *, nodes: int, seed: int) -> tuple[list[dict[str
     """Objects and truth of a scenario; "empty" needs no scenario package."""
     if name == EMPTY:
         return [], None
-    try:
-        from kubesim.scenarios import NAMES, build
-    except ImportError as exc:
-        raise ValueError(f"scenario {name!r} needs kubesim.scenarios, which is not available: {exc}") from exc
     if name not in NAMES:
         raise ValueError(f"unknown scenario {name!r}; known: {', '.join([EMPTY, *NAMES])}")
     scenario = build(name, nodes=nodes, seed=seed)
     return list(scenario.objects), getattr(scenario, "truth", None)
-
-
-def _start_controllers(store: Store, enabled: set[str] | None, seed: int) -> Any:
-    try:
-        from kubesim.controllers import start_controllers
-    except ImportError as exc:
-        raise ValueError(f"controllers need kubesim.controllers, which is not available: {exc}") from exc
-    return start_controllers(store, enabled=enabled, seed=seed)
 
 
 class Sim:
@@ -146,7 +136,8 @@ def start(
 ) -> Sim:
     """Start a simulator serving on host:port (0: any free port) and write its kubeconfig.
 
-    controllers: None/False none, True or "all" every controller, or names of the ones to run.
+    controllers: None/False none; True the data plane (every controller but churn); "all" every
+    controller, churn included; or the names of the ones to run.
     objects_dir: files loaded on top of the scenario's objects (replacing them with replace=True).
     """
     store = Store(history_window=history_window, seed=seed)
@@ -172,11 +163,13 @@ def start(
     write_kubeconfig(sim.kubeconfig_path, sim.url, token)
     sim._thread.start()
     if controllers:
-        enabled = (
-            None
-            if controllers is True or controllers == "all"
-            else ({controllers} if isinstance(controllers, str) else set(controllers))
-        )
-        sim._controllers = _start_controllers(store, enabled, seed)
+        enabled: set[str] | None
+        if controllers is True:
+            enabled = None
+        elif controllers == "all":
+            enabled = set(CONTROLLER_NAMES)
+        else:
+            enabled = {controllers} if isinstance(controllers, str) else set(controllers)
+        sim._controllers = start_controllers(store, enabled=enabled, seed=seed)
     log.info("kubesim: serving %s (%d objects, rv %d)", sim.url, len(objects), store.resource_version)
     return sim

@@ -17,11 +17,13 @@ from kubesim.scenarios.pod_objects import IMAGES, RUN_SECONDS
 from kubesim.scenarios.workloads import pick
 
 TENANT_EXCLUDED = ("kube-system", "gpu-operator", "default", "kube-public", "kube-node-lease")
+# Pods come and go at the same rate (deletions prefer finished pods, as the pod GC does), so a long
+# churn run keeps the cluster's size steady.
 ACTIONS = (
     "create-pod",
     "create-pod",
-    "create-pod",
     "complete-pod",
+    "delete-pod",
     "delete-pod",
     "create-claim",
     "delete-claim",
@@ -30,6 +32,7 @@ ACTIONS = (
     "label-node",
 )
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+MAX_ACTIONS_PER_PASS = 100
 
 
 class Churn:
@@ -47,7 +50,8 @@ class Churn:
         if self._last is None:
             self._last = now
             self._owed = 1.0  # one action on the first pass, so run_once() always shows churn
-        self._owed += (now - self._last) * self.rate
+        # A paused process or a test's clock jump must not turn into a flood of changes at once.
+        self._owed = min(self._owed + (now - self._last) * self.rate, MAX_ACTIONS_PER_PASS)
         self._last = now
         writes = 0
         while self._owed >= 1.0:
@@ -163,7 +167,7 @@ class Churn:
         )
 
     def _delete_pod(self) -> bool:
-        pods = self._tenant_pods(("Running", "Succeeded", "Failed", "Pending"))
+        pods = self._tenant_pods(("Succeeded", "Failed")) or self._tenant_pods(("Running", "Pending"))
         if not pods:
             return False
         pod = pick(self.ctx.rng, pods)

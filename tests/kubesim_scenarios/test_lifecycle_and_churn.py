@@ -138,7 +138,7 @@ def churn_history(seed: int) -> str:
     controllers = start_controllers(
         store, enabled=set(CONTROLLER_NAMES), seed=seed, clock=clock, churn_rate=20, background=False
     )
-    for _ in range(15):
+    for _ in range(8):
         clock.advance(0.5)
         controllers.run_once()
     controllers.stop()
