@@ -22,7 +22,10 @@ from inventory.api.views import (
     NodeViewSet,
     ResourceClaimViewSet,
 )
+from tenants import queue_views
 from tenants import views as tenant_views
+from tenants.api.catalog import BudgetViewSet, FlavorViewSet, PriorityClassViewSet, QueueViewSet, QuotaViewSet
+from tenants.api.requests import CapacityRequestViewSet
 from tenants.api.views import MembershipViewSet, TenantViewSet
 
 router = ApiRouter()
@@ -37,6 +40,12 @@ router.register("gpus", GpuViewSet, basename="gpu")
 router.register("resource-claims", ResourceClaimViewSet, basename="resource-claim")
 router.register("allocations", AllocationViewSet, basename="allocation")
 router.register("fragmentation", FragmentationViewSet, basename="fragmentation")
+router.register("flavors", FlavorViewSet, basename="flavor")
+router.register("quotas", QuotaViewSet, basename="quota")
+router.register("budgets", BudgetViewSet, basename="budget")
+router.register("priority-classes", PriorityClassViewSet, basename="priority-class")
+router.register("queues", QueueViewSet, basename="queue")
+router.register("capacity-requests", CapacityRequestViewSet, basename="capacity-request")
 
 api_v1: list[URLPattern | URLResolver] = [
     path("me/", MeView.as_view(), name="me"),
@@ -72,5 +81,9 @@ urlpatterns = [
     path("inventory/nodes/<uuid:node_id>/", inventory_views.node_detail, name="inventory-node"),
     path("inventory/fragmentation/", inventory_views.fragmentation, name="inventory-fragmentation"),
     path("inventory/allocations/", inventory_views.allocations, name="inventory-allocations"),
+    path("queues/", queue_views.queue, name="queues"),
+    path("queues/quotas/", queue_views.quota_overview, name="queues-quotas"),
+    path("queues/oversubscription/", queue_views.oversubscription, name="queues-oversubscription"),
+    path("queues/requests/<uuid:request_id>/<str:verdict>/", queue_views.decide, name="queues-decide"),
     path("<slug:section>/", ui_views.section_placeholder, name="section"),
 ]

@@ -19,7 +19,25 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 from urllib3.exceptions import HTTPError, ProtocolError
 
-__all__ = ["Gone", "KubeError", "ListPage", "WatchEvent", "api_client", "list_pages", "watch_events"]
+__all__ = [
+    "FIELD_MANAGER",
+    "Gone",
+    "KubeError",
+    "ListPage",
+    "WatchEvent",
+    "api_client",
+    "apply_resource_claim",
+    "apply_resource_quota",
+    "delete_resource_claim",
+    "list_pages",
+    "watch_events",
+]
+
+# Server-side apply: our field manager owns exactly the fields we send, so a platform team's own
+# edits to other fields of the same object survive, and a conflict on ours is forced (we are the
+# authority on what a tenant was granted).
+FIELD_MANAGER = "gpuplatform"
+APPLY_PATCH = "application/apply-patch+yaml"
 
 
 class KubeError(Exception):
@@ -153,3 +171,78 @@ def watch_events(
         raise KubeError(f"watch stream sent a partial event: {exc}") from exc
     finally:
         response.release_conn()
+
+
+def apply_resource_quota(
+    api: k8s.ApiClient, *, namespace: str, name: str, hard: dict[str, str], labels: dict[str, str]
+) -> dict[str, Any]:
+    """Server-side apply a ResourceQuota's ``spec.hard``; creates it when missing."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"hard": hard},
+    }
+    return _apply(
+        k8s.CoreV1Api(api).patch_namespaced_resource_quota, name=name, namespace=namespace, body=body
+    )
+
+
+def apply_resource_claim(
+    api: k8s.ApiClient, *, namespace: str, name: str, device_class: str, count: int, labels: dict[str, str]
+) -> dict[str, Any]:
+    """Server-side apply a ResourceClaim asking for ``count`` devices of ``device_class``."""
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "gpu",
+                        "exactly": {
+                            "deviceClassName": device_class,
+                            "allocationMode": "ExactCount",
+                            "count": count,
+                        },
+                    }
+                ]
+            }
+        },
+    }
+    return _apply(
+        k8s.ResourceV1Api(api).patch_namespaced_resource_claim, name=name, namespace=namespace, body=body
+    )
+
+
+def delete_resource_claim(api: k8s.ApiClient, *, namespace: str, name: str) -> bool:
+    """Delete a ResourceClaim; False when it was already gone (deleting is idempotent)."""
+    try:
+        k8s.ResourceV1Api(api).delete_namespaced_resource_claim(name, namespace, _preload_content=False)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise _error(exc) from exc
+    except (HTTPError, OSError) as exc:
+        raise _error(exc) from exc
+    return True
+
+
+def _apply(
+    function: Callable[..., Any], *, name: str, namespace: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    try:
+        response = function(
+            name,
+            namespace,
+            body,
+            field_manager=FIELD_MANAGER,
+            force=True,
+            _content_type=APPLY_PATCH,
+            _preload_content=False,
+        )
+        result: dict[str, Any] = json.loads(response.data)
+    except (ApiException, HTTPError, OSError) as exc:
+        raise _error(exc) from exc
+    return result

@@ -153,3 +153,23 @@ def pool_fragmentation(*, pool: NodePool, demand: list[str] | None = None) -> di
             for model, t in sorted(report.by_model.items())
         },
     }
+
+
+def pool_resource_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, int]]:
+    """Physical units per pool and resource name, in native units, for flavors: one query.
+
+    Extended resources and DRA devices count units; HAMi shares also offer ``nvidia.com/gpumem``
+    (MiB of card memory) and ``nvidia.com/gpucores`` (100 per card).
+    """
+    ids = list(pool_ids)
+    result: dict[uuid.UUID, dict[str, int]] = {pool: defaultdict(int) for pool in ids}
+    rows = ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True).values_list(
+        "node__pool_id", "kind", "resource_name", "count", "memory_mib"
+    )
+    for pool, kind, resource, count, memory in rows:
+        per_resource = result[pool]
+        per_resource[resource] += count
+        if kind == "hami_gpu":
+            per_resource["nvidia.com/gpumem"] += (memory or 0) * count
+            per_resource["nvidia.com/gpucores"] += 100 * count
+    return {pool: dict(per_resource) for pool, per_resource in result.items()}

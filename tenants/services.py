@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Value
+from django.db.models import F, ProtectedError, Value
 from django.db.models.functions import Concat, Substr
 
 from gpuplatform.accounts.models import User
@@ -221,7 +221,14 @@ def delete_tenant(*, actor: User, tenant_id: uuid.UUID | str) -> None:
             raise Conflict("The tenant still has members; remove them first.", code="tenant_not_empty")
         before = _tenant_snapshot(tenant)
         record_event(actor=actor, action="tenant.deleted", obj=tenant, before=before, tenant_id=tenant.pk)
-        tenant.delete()
+        try:
+            with transaction.atomic():
+                tenant.delete()
+        except ProtectedError as exc:
+            # Quotas, queues, budgets and capacity requests keep their tenant (PROTECT): history stays.
+            raise Conflict(
+                "The tenant still has quotas, queues, budgets or capacity requests.", code="tenant_not_empty"
+            ) from exc
 
 
 def add_membership(*, actor: User, tenant_id: uuid.UUID | str, username: str, role: str) -> Membership:

@@ -10,7 +10,7 @@ from django.urls import reverse
 SECTIONS = [
     ("overview", "Overview", "overview", None),
     ("tenants", "Tenants", "tenant-tree", None),
-    ("queues", "Queues", "section", "queues"),
+    ("queues", "Queues", "queues", None),
     ("inventory", "Inventory", "inventory", None),
     ("policies", "Policies", "section", "policies"),
     ("metering", "Metering", "section", "metering"),

@@ -11,11 +11,6 @@ from gpuplatform.ui.auth import current_user
 from tenants.models import Membership, Tenant
 
 COMING = {
-    "queues": (
-        "Queues",
-        "Capacity requests in order with their positions and reasons, the approval inbox, and quota bars per "
-        "flavor (nominal, borrowed, in use). Tenants can already be managed under Tenants.",
-    ),
     "policies": (
         "Policies",
         "Sharing policies per node pool (MIG, time-slicing, MPS, HAMi), signed revisions, rollouts to node "

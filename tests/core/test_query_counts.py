@@ -7,9 +7,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from gpuplatform.accounts.tokens import issue_api_token
+from tenants.models import PriorityClass
 from tenants.services import add_membership, create_tenant
 from tests.fixtures.people import make_user
 from tests.isolation.routes import api_routes
+from tests.tenants_admission import factories as adm
 
 pytestmark = pytest.mark.django_db
 
@@ -28,6 +30,12 @@ def crowd(cast):
         person = make_user(f"person-{n}")
         add_membership(actor=cast.pat, tenant_id=team.pk, username=person.username, role="member")
         issue_api_token(actor=cast.pat, name=f"token-{n}", scopes=["read"])
+        # Admission rows on every list: a quota, budget, queue and request per team, flavors, classes.
+        adm.capacity_request(tenant=team)
+        adm.quota(tenant=team)
+        adm.budget(tenant=team)
+        adm.flavor(name=f"flavor-{n}")
+        PriorityClass.objects.create(name=f"class-{n}", value=n)
     return cast
 
 

@@ -19,6 +19,7 @@ from tenants.models import Membership, Tenant
 from tests.inventory import factories as inv
 from tests.isolation.checker import check_isolation
 from tests.isolation.routes import api_routes
+from tests.tenants_admission import factories as adm
 
 pytestmark = pytest.mark.django_db
 
@@ -37,6 +38,13 @@ FOREIGN_OBJECTS = {
     "resource-claim": lambda cast: inv.claim(tenant=cast.nlp, namespace="team-nlp"),
     "allocation": lambda cast: inv.allocation(tenant=cast.nlp, namespace="team-nlp"),
     "fragmentation": lambda cast: inv.pool("nlp-only", tenant=cast.nlp),
+    # Admission: nlp's quotas, budgets, queues and requests; flavors and classes dedicated to nlp.
+    "flavor": lambda cast: adm.flavor(tenant=cast.nlp),
+    "priority-class": lambda cast: adm.priority_class(tenant=cast.nlp),
+    "quota": lambda cast: adm.quota(tenant=cast.nlp),
+    "budget": lambda cast: adm.budget(tenant=cast.nlp),
+    "queue": lambda cast: adm.queue(tenant=cast.nlp),
+    "capacity-request": lambda cast: adm.capacity_request(tenant=cast.nlp),
 }
 # Routes about the caller, checked by their own tests (test_me_shows_only_yourself).
 SELF_ROUTES = {"me"}

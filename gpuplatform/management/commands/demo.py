@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 import kubesim
+from gpuplatform.demo_capacity import seed_demo_capacity
 from gpuplatform.demo_seed import seed_demo_cluster, seed_demo_organisation
 from inventory.sync.service import keep_synced, sync_cluster
 from kubesim.controllers import CONTROLLER_NAMES
@@ -37,9 +38,10 @@ class Command(BaseCommand):
         sync = threading.Thread(
             target=keep_synced, kwargs={"cluster": cluster, "stop": stop}, name="demo-inventory", daemon=True
         )
-        if options["seed_only"]:
-            sync_cluster(cluster_id=cluster.pk)  # one cold sync, so seeding leaves an inventory behind
-        else:
+        # One cold sync first: flavors are made from the pools it finds.
+        sync_cluster(cluster_id=cluster.pk)
+        seed_demo_capacity(cluster=cluster)
+        if not options["seed_only"]:
             sync.start()
         url = f"http://{options['host']}:{options['port']}"
         lines = [
@@ -59,6 +61,12 @@ class Command(BaseCommand):
             "  Try:",
             f'    curl -H "Authorization: Bearer {first}" {url}/api/v1/me/',
             f'    curl -H "Authorization: Bearer {first}" {url}/api/v1/tenants/',
+            "  Request capacity (alice for vision, 1 H100; pending ones say why and where they stand):",
+            f'    curl -X POST -H "Authorization: Bearer {first}" -H "Content-Type: application/json" \\',
+            '         -H "Idempotency-Key: demo-$(date +%s)" \\',
+            '         -d \'{"tenant": "vision", "flavor": "h100", "amount": 1}\' \\',
+            f"         {url}/api/v1/capacity-requests/",
+            f"  Queues, quotas, approvals: {url}/queues/",
             "",
         ]
         self.stdout.write("\n".join(lines))

@@ -1,0 +1,228 @@
+"""Admission over HTTP (DESIGN §10): P99 <= 50 ms, >= 200 decisions/s, concurrency admits exactly N.
+
+PostgreSQL and Django's threaded runserver in a child process (as the demo serves). The fleet: 1,000
+tenants in 100 cohorts (a root and 9 teams each), one H100 flavor, every team with a quota and a
+queue, and 10,000 active allocations (10 per team). Usage:
+
+    .venv/bin/python benchmarks/admission_http.py --latency-requests 300 --seconds 10 --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DB = "gpuplatform_bench_admission"
+DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{DB}")
+
+SEED = """
+from decimal import Decimal
+from django.utils import timezone
+from gpuplatform.accounts.models import User
+from gpuplatform.accounts.tokens import issue_api_token
+from inventory.models import Cluster, Node, NodePool, ShareableUnit
+from tenants.models import CapacityRequest, Flavor, PriorityClass, Queue, Quota
+from tenants.services import create_tenant
+pat = User.objects.create_user("pat", platform_role="platform-admin")
+cluster = Cluster.objects.create(name="bench", api_endpoint="https://bench.invalid")
+pool = NodePool.objects.create(cluster=cluster, name="h100")
+node = Node.objects.create(cluster=cluster, pool=pool, name="n0")
+GPU = "nvidia.com/gpu"
+ShareableUnit.objects.create(cluster=cluster, node=node, key="k", kind="whole_gpu", resource_name=GPU,
+                             count=10**9, ge_each=Decimal(1))
+flavor = Flavor.objects.create(name="h100", pool=pool, resources=[{"name": GPU, "ge_per_unit": "1"}])
+batch = PriorityClass.objects.create(name="batch", value=100)
+now = timezone.now()
+rows = []
+for c in range(100):
+    root = create_tenant(actor=pat, slug=f"org-{c}", display_name=f"Org {c}")
+    for t in range(9):
+        team = create_tenant(actor=pat, slug=f"team-{c}-{t}", display_name=f"Team {c}-{t}", parent_id=root.pk)
+        queue = Queue.objects.create(tenant=team, name="default")
+        Quota.objects.create(tenant=team, flavor=flavor, resource="nvidia.com/gpu", nominal=10**6)
+        for a in range(10 if (c * 9 + t) < 1000 else 0):
+            rows.append(CapacityRequest(tenant=team, queue=queue, flavor=flavor, priority_class=batch,
+                amounts={"nvidia.com/gpu": 1}, ge=1, state="active", admitted_at=now,
+                admitted_order=len(rows), created_order=len(rows)))
+# 900 teams x 10 = 9,000; the last 1,000 go to the first 100 teams so the total is 10,000.
+teams = list(Queue.objects.select_related("tenant")[:100])
+for i in range(1000):
+    q = teams[i % 100]
+    rows.append(CapacityRequest(tenant=q.tenant, queue=q, flavor=flavor, priority_class=batch,
+        amounts={"nvidia.com/gpu": 1}, ge=1, state="active", admitted_at=now,
+        admitted_order=len(rows), created_order=len(rows)))
+CapacityRequest.objects.bulk_create(rows, batch_size=2000)
+print(issue_api_token(actor=pat, name="bench", scopes=["read", "write"]).plaintext)
+"""
+
+ROOM = """
+from tenants.models import CapacityRequest, Quota
+CapacityRequest.objects.filter(tenant__slug="team-99-8", state__in=["pending", "admitted", "active"]).delete()
+Quota.objects.filter(tenant__path__startswith=Quota.objects.get(tenant__slug="team-99-8").tenant.path[:34]).update(nominal=0)
+Quota.objects.filter(tenant__slug="team-99-8").update(nominal={room})
+"""
+
+
+def manage(env: dict[str, str], code: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip()
+
+
+def post(
+    port: int, token: str, body: dict[str, object], key: str = ""
+) -> tuple[int, dict[str, object], float]:
+    """POST a request; with an Idempotency-Key, retry connection failures and 5xx with the same key
+    (the dev server resets connections beyond its backlog): the key makes the retry exactly-once."""
+    data = json.dumps(body).encode()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    if key:
+        headers["Idempotency-Key"] = key
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/v1/capacity-requests/", data=data, headers=headers
+    )
+    started = time.perf_counter()
+    for attempt in range(20):
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read()), time.perf_counter() - started
+        except urllib.error.HTTPError as exc:
+            if not key or exc.code < 500:
+                return exc.code, json.loads(exc.read() or b"{}"), time.perf_counter() - started
+        except OSError:
+            if not key:
+                raise
+        time.sleep(0.05 * (attempt + 1))
+    return 599, {}, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--latency-requests", type=int, default=300)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--port", type=int, default=8392)
+    args = parser.parse_args()
+
+    env = {
+        **os.environ,
+        "DATABASE_URL": DATABASE_URL,
+        "API_THROTTLE_RATE": "100000000/minute",
+        "LOG_LEVEL": "WARNING",
+    }
+    # Materialisation goes to the broker, as in production (a scratch Redis database).
+    env["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
+    subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB], check=True)
+    subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", DB], check=True)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+    seeded = time.perf_counter()
+    token = manage(env, SEED).splitlines()[-1]
+    print(
+        f"seeded 1,000 tenants, 100 cohorts, 10,000 active allocations in {time.perf_counter() - seeded:.0f}s"
+    )
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{args.port}", "--noreload"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{args.port}/healthz", timeout=2).read()
+                break
+            except OSError:
+                time.sleep(0.2)
+        n = 0
+
+        def body() -> dict[str, object]:
+            nonlocal n
+            n += 1
+            return {"tenant": f"team-{n % 100}-{n % 9}", "flavor": "h100", "amount": 1}
+
+        # 1. latency, one client at a time
+        latencies = []
+        for _ in range(args.latency_requests):
+            status, payload, took = post(args.port, token, body())
+            assert status == 201 and payload["state"] == "admitted", (status, payload)
+            latencies.append(took * 1000)
+        latencies.sort()
+        p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
+        print(
+            f"latency ms over {len(latencies)} sequential decisions: "
+            f"median {statistics.median(latencies):.1f}, "
+            f"P95 {latencies[int(0.95 * len(latencies))]:.1f}, P99 {p99:.1f}"
+        )
+
+        # 2. throughput, closed loop with several clients
+        done, lock, stop_at = [0], threading.Lock(), time.perf_counter() + args.seconds
+
+        def client(i: int) -> None:
+            k = 0
+            while time.perf_counter() < stop_at:
+                k += 1
+                status, _, _ = post(
+                    args.port,
+                    token,
+                    {"tenant": f"team-{(i * 7 + k) % 100}-{k % 9}", "flavor": "h100", "amount": 1},
+                )
+                if status == 201:
+                    with lock:
+                        done[0] += 1
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=args.clients) as pool:
+            list(pool.map(client, range(args.clients)))
+        rate = done[0] / (time.perf_counter() - started)
+        print(
+            f"throughput: {done[0]} decisions in {time.perf_counter() - started:.1f}s "
+            f"with {args.clients} clients = {rate:.0f}/s"
+        )
+
+        # 3. 100 concurrent requests against room for N, several rounds
+        for r in range(args.rounds):
+            room = 10 + 7 * r
+            manage(env, ROOM.format(room=room))
+            payload = {"tenant": "team-99-8", "flavor": "h100", "amount": 1}
+            keys = [f"bench-round{r}-{i:03d}" for i in range(100)]
+            with ThreadPoolExecutor(max_workers=100) as pool:
+                results = list(pool.map(partial(post, args.port, token, payload), keys))
+            # Distinct ids: a retried request (same key) answers with the same request, counted once.
+            admitted = len(
+                {p["id"] for code, p, _ in results if code in (200, 201) and p.get("state") == "admitted"}
+            )
+            errors = sum(1 for code, _, _ in results if code not in (200, 201))
+            if errors:
+                first = next((code, p) for code, p, _ in results if code not in (200, 201))
+                print("  first error:", first)
+            print(
+                f"concurrency round {r + 1}: room {room}, 100 concurrent, "
+                f"admitted {admitted}, errors {errors}" + ("" if admitted == room else "  <-- MISMATCH")
+            )
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,334 @@
+"""Reads the database into the pure admission engine's `Snapshot`, scoped to one cohort and flavors.
+
+Scoping matters: a full-fleet snapshot costs ~200 ms, while a decision only ever looks at the
+requesting tenant's tree (quota is lent only within a cohort) and its flavor (one flavor per request;
+physical capacity is per flavor). Engine names are slugs and flavor/class names, so the engine's
+messages read well; `Names` maps them back to rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from fractions import Fraction
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db.models import BigIntegerField, Q, Sum
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
+
+from inventory.selectors import pool_resource_capacity
+from tenants import admission as engine
+from tenants.admission.snapshot import hours
+from tenants.models import Budget, CapacityRequest, Flavor, PriorityClass, Queue, Quota, Tenant
+from tenants.models.requests import HOLDING, RequestState
+
+MICROS = 1_000_000
+LIVE_FIELDS = (
+    "id",
+    "tenant_id",
+    "queue_id",
+    "flavor_id",
+    "priority_class_id",
+    "amounts",
+    "created_order",
+    "duration_seconds",
+    "approval",
+    "state",
+    "admitted_order",
+    "expires_at",
+    "reason_code",
+    "message",
+    "queue_position",
+    "cohort_position",
+    "updated_at",
+)
+
+
+def micros(moment: datetime) -> int:
+    """A monotonic-enough integer order from a timestamp (ties fall back to the request id)."""
+    return int(moment.timestamp() * MICROS)
+
+
+def month_bounds(now: datetime) -> tuple[datetime, datetime]:
+    """Start and end of the billing month containing ``now``, cut in BILLING_TIMEZONE."""
+    local = now.astimezone(ZoneInfo(settings.BILLING_TIMEZONE))
+    start = local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = (start + timedelta(days=32)).replace(day=1)
+    return start, end
+
+
+def root_id_of(path: str) -> uuid.UUID:
+    return uuid.UUID(path.strip("/").split("/")[0])
+
+
+def ge_of(flavor: Flavor, amounts: dict[str, int]) -> Fraction:
+    units = flavor.ge_per_unit()
+    return max((units.get(r, Fraction(0)) * a for r, a in amounts.items()), default=Fraction(0))
+
+
+def engine_flavor(flavor: Flavor) -> engine.Flavor:
+    return engine.Flavor(
+        name=flavor.name,
+        gpu_model=flavor.gpu_model,
+        resources=tuple(
+            engine.FlavorResource(name=name, ge_per_unit=ge) for name, ge in flavor.ge_per_unit().items()
+        ),
+    )
+
+
+def physical_free(flavors: Iterable[Flavor]) -> dict[str, dict[str, int]]:
+    """Physical capacity of each flavor's pool minus what admitted requests (all tenants) hold."""
+    flavors = list(flavors)
+    capacity = pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id])
+    free: dict[str, dict[str, int]] = {}
+    for flavor in flavors:
+        pool = capacity.get(flavor.pool_id, {}) if flavor.pool_id else {}
+        free[flavor.name] = {r: pool.get(r, 0) for r in flavor.resource_names}
+    # Summed in SQL: the fleet holds tens of thousands of admitted requests, and reading each one's
+    # JSON amounts to add them up in Python cost more than the whole decision.
+    names = sorted({r for flavor in flavors for r in flavor.resource_names})
+    sums = {
+        f"r{i}": Sum(Cast(KeyTextTransform(r, "amounts"), BigIntegerField())) for i, r in enumerate(names)
+    }
+    held = (
+        CapacityRequest.objects.filter(flavor__in=flavors, state__in=HOLDING)
+        .values("flavor_id")
+        .annotate(**sums)
+        .order_by()
+        .values_list("flavor_id", *sums)
+    )
+    by_id = {flavor.pk: flavor for flavor in flavors}
+    for flavor_id, *totals in held:
+        per_resource = free[by_id[flavor_id].name]
+        for r, total in zip(names, totals, strict=True):
+            if r in per_resource:
+                per_resource[r] -= int(total or 0)
+    return free
+
+
+@dataclass
+class Names:
+    """Engine names back to database ids."""
+
+    tenants: dict[str, uuid.UUID] = field(default_factory=dict)
+    tenant_paths: dict[str, str] = field(default_factory=dict)
+    flavors: dict[str, Flavor] = field(default_factory=dict)
+    classes: dict[str, PriorityClass] = field(default_factory=dict)
+    queues: dict[str, uuid.UUID] = field(default_factory=dict)
+    rows: dict[str, CapacityRequest] = field(default_factory=dict)  # the live requests read, by id
+
+
+def queue_name(slug: str, queue: str) -> str:
+    return f"{slug}/{queue}"
+
+
+def request_record(
+    req: CapacityRequest, *, tenant: str, queue: str, flavor: str, klass: str
+) -> engine.CapacityRequest:
+    return engine.CapacityRequest(
+        id=str(req.pk),
+        tenant=tenant,
+        queue=queue,
+        flavor=flavor,
+        amounts={r: int(a) for r, a in req.amounts.items()},
+        priority_class=klass,
+        created_order=req.created_order,
+        duration=req.duration,
+        requires_approval=req.approval != "not-required",
+        approved=req.approval == "approved",
+    )
+
+
+def build_snapshot(
+    *, root_path: str, flavors: list[Flavor], now: datetime, extra: Iterable[CapacityRequest] = ()
+) -> tuple[engine.Snapshot, Names]:
+    """The cohort under ``root_path`` for ``flavors``, plus ``extra`` unsaved pending requests."""
+    names = Names()
+    flavor_ids = [f.pk for f in flavors]
+    tenant_rows = list(
+        Tenant.objects.filter(path__startswith=root_path).values_list("id", "parent_id", "slug", "path")
+    )
+    slug_of = {tid: slug for tid, _, slug, _ in tenant_rows}
+    classes = list(PriorityClass.objects.select_related("tenant"))
+    restricted = any(c.tenant_id for c in classes)
+    tenants = []
+    for tid, parent, slug, path in tenant_rows:
+        names.tenants[slug] = tid
+        names.tenant_paths[slug] = path
+        allowed = None
+        if restricted:
+            allowed = frozenset(c.name for c in classes if c.tenant is None or path.startswith(c.tenant.path))
+        tenants.append(
+            engine.Tenant(
+                id=slug, parent=slug_of.get(parent) if parent else None, allowed_priority_classes=allowed
+            )
+        )
+    for c in classes:
+        names.classes[c.name] = c
+    class_name = {c.pk: c.name for c in classes}
+    for f in flavors:
+        names.flavors[f.name] = f
+    flavor_name = {f.pk: f.name for f in flavors}
+    quotas = [
+        engine.Quota(
+            tenant=slug_of[q.tenant_id],
+            flavor=flavor_name[q.flavor_id],
+            resource=q.resource,
+            nominal=q.nominal,
+            borrowing_limit=q.borrowing_limit,
+            lending_limit=q.lending_limit,
+        )
+        for q in Quota.objects.filter(tenant_id__in=slug_of, flavor_id__in=flavor_ids)
+        if q.resource in names.flavors[flavor_name[q.flavor_id]].resource_names
+    ]
+    queue_of: dict[uuid.UUID, str] = {}
+    queues = []
+    for qid, tid, qname, strategy, weight in Queue.objects.filter(tenant_id__in=slug_of).values_list(
+        "id", "tenant_id", "name", "strategy", "weight"
+    ):
+        name = queue_name(slug_of[tid], qname)
+        queue_of[qid] = name
+        names.queues[name] = qid
+        queues.append(
+            engine.Queue(
+                id=name,
+                tenant=slug_of[tid],
+                strategy=engine.QueueingStrategy(strategy),
+                weight=Fraction(weight),
+            )
+        )
+    # Only what deciding and explaining need: the JSON of loans, warnings and cluster objects of a
+    # hundred waiting requests would cost more to decode than the decision itself.
+    live = list(
+        CapacityRequest.objects.filter(
+            tenant_id__in=slug_of, flavor_id__in=flavor_ids, state__in=[*HOLDING, RequestState.PENDING]
+        ).only(*LIVE_FIELDS)
+    )
+    active: list[engine.ActiveAllocation] = []
+    pending: list[engine.CapacityRequest] = []
+    for req in [*live, *extra]:
+        names.rows[str(req.pk)] = req
+        tenant, flavor, klass = (
+            slug_of[req.tenant_id],
+            flavor_name[req.flavor_id],
+            class_name[req.priority_class_id],
+        )
+        if req.state == RequestState.PENDING:
+            pending.append(
+                request_record(req, tenant=tenant, queue=queue_of[req.queue_id], flavor=flavor, klass=klass)
+            )
+        else:
+            active.append(
+                engine.ActiveAllocation(
+                    request_id=str(req.pk),
+                    tenant=tenant,
+                    flavor=flavor,
+                    amounts={r: int(a) for r, a in req.amounts.items()},
+                    priority_class=klass,
+                    admitted_order=req.admitted_order or 0,
+                    ends_at=req.expires_at,
+                )
+            )
+    month_start, month_end = month_bounds(now)
+    budgets = _budgets(slug_of, flavors, now=now, month_start=month_start, month_end=month_end)
+    snapshot = engine.Snapshot(
+        now=now,
+        month_end=month_end,
+        flavors=tuple(engine_flavor(f) for f in flavors),
+        tenants=tuple(tenants),
+        quotas=tuple(quotas),
+        priority_classes=tuple(
+            engine.PriorityClass(name=c.name, value=c.value, preemptible=c.preemptible) for c in classes
+        ),
+        queues=tuple(queues),
+        free=physical_free(flavors),
+        budgets=budgets,
+        active=tuple(active),
+        pending=tuple(pending),
+    )
+    return snapshot, names
+
+
+def _budgets(
+    slug_of: dict[uuid.UUID, str],
+    flavors: list[Flavor],
+    *,
+    now: datetime,
+    month_start: datetime,
+    month_end: datetime,
+) -> tuple[engine.Budget, ...]:
+    """Budgets of the cohort, with burn to date. A tenant-wide budget also counts, as burned, what
+    holders of flavors outside this snapshot will still burn: the engine only sees these flavors."""
+    flavor_ids = {f.pk for f in flavors}
+    rows = list(
+        Budget.objects.filter(tenant_id__in=slug_of).filter(
+            Q(flavor__isnull=True) | Q(flavor_id__in=flavor_ids)
+        )
+    )
+    if not rows:
+        return ()
+    burn = burned_ge_hours(tenant_ids=[b.tenant_id for b in rows], now=now, month_start=month_start)
+    outside = committed_outside(
+        tenant_ids=[b.tenant_id for b in rows if b.flavor_id is None],
+        flavor_ids=flavor_ids,
+        now=now,
+        month_end=month_end,
+    )
+    flavor_name = {f.pk: f.name for f in flavors}
+    result = []
+    for b in rows:
+        if b.flavor_id is None:
+            burned = sum(burn[b.tenant_id].values(), Fraction(0)) + outside.get(b.tenant_id, Fraction(0))
+        else:
+            burned = burn[b.tenant_id].get(b.flavor_id, Fraction(0))
+        result.append(
+            engine.Budget(
+                tenant=slug_of[b.tenant_id],
+                flavor=flavor_name[b.flavor_id] if b.flavor_id else None,
+                limit_ge_hours=Fraction(b.limit_ge_hours),
+                burned_ge_hours=burned,
+                hard=b.hard,
+            )
+        )
+    return tuple(result)
+
+
+def burned_ge_hours(
+    *, tenant_ids: list[uuid.UUID], now: datetime, month_start: datetime
+) -> dict[uuid.UUID, dict[uuid.UUID, Fraction]]:
+    """GE-hours each tenant's requests held this month so far, per flavor (from request intervals;
+    metering's usage ledger replaces this once it exists)."""
+    burn: dict[uuid.UUID, dict[uuid.UUID, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    rows = (
+        CapacityRequest.objects.filter(tenant_id__in=tenant_ids, admitted_at__isnull=False)
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=month_start))
+        .values_list("tenant_id", "flavor_id", "ge", "admitted_at", "ended_at")
+    )
+    for tenant, flavor, ge, admitted_at, ended_at in rows:
+        start, end = max(admitted_at or month_start, month_start), min(ended_at or now, now)
+        if end > start:
+            burn[tenant][flavor] += Fraction(Decimal(ge)) * hours(end - start)
+    return burn
+
+
+def committed_outside(
+    *, tenant_ids: list[uuid.UUID], flavor_ids: set[uuid.UUID], now: datetime, month_end: datetime
+) -> dict[uuid.UUID, Fraction]:
+    if not tenant_ids:
+        return {}
+    committed: dict[uuid.UUID, Fraction] = defaultdict(Fraction)
+    rows = (
+        CapacityRequest.objects.filter(tenant_id__in=tenant_ids, state__in=HOLDING)
+        .exclude(flavor_id__in=flavor_ids)
+        .values_list("tenant_id", "ge", "expires_at")
+    )
+    for tenant, ge, expires_at in rows:
+        end = month_end if expires_at is None else min(expires_at, month_end)
+        committed[tenant] += Fraction(Decimal(ge)) * hours(end - now)
+    return committed

@@ -1,0 +1,68 @@
+"""Queue pages: pending requests in order with positions and reasons, the approval inbox, quota bars
+and budget burn per tenant, and oversubscription. Every query goes through visible_to()."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import F
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from gpuplatform.errors import DomainError
+from gpuplatform.ui.auth import current_user
+from tenants import admission_selectors, request_services, scoping
+from tenants.models import Budget, CapacityRequest, Quota
+from tenants.models.requests import ApprovalState, RequestState
+
+
+@login_required
+def queue(request: HttpRequest) -> HttpResponse:
+    user = current_user(request)
+    visible = CapacityRequest.objects.visible_to(user).select_related(
+        "tenant", "queue", "flavor", "priority_class"
+    )
+    pending = visible.filter(state=RequestState.PENDING).order_by(
+        "tenant__path", "queue__name", F("queue_position").asc(nulls_last=True), "created_at"
+    )
+    admin_paths = scoping.admin_root_paths(user)
+    inbox = [
+        r
+        for r in visible.filter(state=RequestState.PENDING, approval=ApprovalState.AWAITING).order_by(
+            "created_at"
+        )
+        if user.is_platform_admin or any(r.tenant.path.startswith(p) for p in admin_paths)
+    ]
+    recent = visible.exclude(state=RequestState.PENDING).order_by("-updated_at")[:20]
+    return render(request, "tenants/queue.html", {"pending": pending, "inbox": inbox, "recent": recent})
+
+
+@login_required
+def quota_overview(request: HttpRequest) -> HttpResponse:
+    user = current_user(request)
+    bars = admission_selectors.quota_bars(quotas=Quota.objects.visible_to(user))
+    burn = admission_selectors.budget_burn(budgets=Budget.objects.visible_to(user), now=timezone.now())
+    return render(request, "tenants/quota_overview.html", {"bars": bars, "burn": burn})
+
+
+@login_required
+def oversubscription(request: HttpRequest) -> HttpResponse:
+    user = current_user(request)
+    rows = admission_selectors.oversubscription() if user.sees_all_tenants else []
+    return render(request, "tenants/oversubscription.html", {"rows": rows})
+
+
+@login_required
+@require_POST
+def decide(request: HttpRequest, request_id: str, verdict: str) -> HttpResponse:
+    user = current_user(request)
+    try:
+        request_services.decide_approval(
+            actor=user, request_id=request_id, approve=verdict == "approve", note=request.POST.get("note", "")
+        )
+        messages.success(request, f"Request {verdict}d.")
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    return redirect("queues")
