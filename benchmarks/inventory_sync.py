@@ -11,6 +11,10 @@ is created and migrated when missing, and the benchmark's cluster is replaced on
 Steady watch rate: after the cold sync, --events pod label patches are written through the API, then a
 watch resumes from the list's resourceVersion and the seconds to apply the backlog are measured
 (events applied per second by the single writer, batches of up to 1,000 in one transaction each).
+
+Event to committed row: then every kind is watched while another process creates GPU pods at
+--latency-rate per second for --latency-seconds, each stamped with its write time, and polls this
+process's database for each pod's committed interval (P50/P99 of write -> row visible).
 """
 
 from __future__ import annotations
@@ -98,6 +102,124 @@ def write_events(api: Any, pods: list[tuple[str, str]], count: int, threads: int
     return time.monotonic() - started
 
 
+STAMP = "gpuplatform.bench/written-at"
+WRITERS = 16
+
+
+def drive_latency(
+    kubeconfig: str,
+    database_url: str,
+    cluster_id: str,
+    templates: list[tuple[str, str, str, int]],
+    rate: float,
+    seconds: float,
+    out: str,
+) -> None:
+    """Its own process, so neither its client nor its polling competes with the sync process: create
+    GPU pods at ``rate`` per second (open loop, each stamped with its write time in an annotation),
+    and poll the sync process's database every 20 ms for each pod's committed interval."""
+    import psycopg
+    import yaml
+    from kubernetes import client
+    from kubernetes import config as k8s_config
+
+    configuration = client.Configuration()
+    k8s_config.load_kube_config_from_dict(
+        config_dict=yaml.safe_load(kubeconfig), client_configuration=configuration
+    )
+    core = client.CoreV1Api(client.ApiClient(configuration))
+    total = int(rate * seconds)
+    outstanding: dict[str, float] = {}
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    writing = threading.Event()
+    writing.set()
+    started = time.time() + 0.5
+
+    def write(offset: int, threads: int) -> None:
+        for i in range(offset, total, threads):
+            delay = started + i / rate - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            namespace, node, resource, count = templates[i % len(templates)]
+            written = time.time()
+            body = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"bench-latency-{i}",
+                    "namespace": namespace,
+                    "annotations": {STAMP: f"{written:.6f}"},
+                },
+                "spec": {
+                    "nodeName": node,
+                    "containers": [
+                        {"name": "main", "image": "bench", "resources": {"limits": {resource: str(count)}}}
+                    ],
+                },
+            }
+            try:
+                response = core.create_namespaced_pod(namespace, body, _preload_content=False)
+            except Exception as exc:  # reported, not fatal: the figure says how many were seen
+                errors.append(str(exc)[:200])
+                continue
+            with lock:
+                outstanding[json.loads(response.data)["metadata"]["uid"]] = written
+
+    def poll() -> None:
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            deadline = None
+            while True:
+                with lock:
+                    uids = list(outstanding)
+                if uids:
+                    rows = conn.execute(
+                        "SELECT DISTINCT holder_uid FROM inventory_allocation WHERE cluster_id = %s"
+                        " AND holder_uid = ANY(%s) AND ended_at IS NULL",
+                        (cluster_id, uids),
+                    ).fetchall()
+                    seen = time.time()
+                    with lock:
+                        latencies.extend(seen - outstanding.pop(uid) for (uid,) in rows)
+                if not writing.is_set():
+                    deadline = deadline or time.time() + 30
+                    with lock:
+                        if not outstanding or time.time() > deadline:
+                            return
+                time.sleep(0.02)
+
+    # Enough writers that a slow create (kubesim validates each pod) does not hold the rate back.
+    writers = [threading.Thread(target=write, args=(n, WRITERS)) for n in range(WRITERS)]
+    poller = threading.Thread(target=poll)
+    poller.start()
+    for thread in writers:
+        thread.start()
+    for thread in writers:
+        thread.join()
+    write_seconds = time.time() - started
+    writing.clear()
+    poller.join()
+    latencies.sort()
+
+    def pct(q: float) -> float | None:
+        return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 3) if latencies else None
+
+    result = {
+        "latency_rate_asked": rate,
+        "latency_rate_written": round((total - len(errors)) / write_seconds, 1),
+        "latency_events": total,
+        "latency_write_errors": len(errors),
+        "latency_rows_seen": len(latencies),
+        "latency_never_seen": len(outstanding),
+        "latency_p50_s": pct(0.50),
+        "latency_p99_s": pct(0.99),
+        "latency_max_s": round(latencies[-1], 3) if latencies else None,
+        "latency_first_error": errors[0] if errors else None,
+    }
+    Path(out).write_text(json.dumps(result))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -106,6 +228,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--events", type=int, default=20000)
     parser.add_argument("--page-size", type=int, default=500)
+    parser.add_argument("--profile", help="write a cProfile of the cold sync to this file")
+    parser.add_argument("--latency-rate", type=float, default=200.0, help="pods created per second")
+    parser.add_argument("--latency-seconds", type=float, default=30.0)
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
@@ -137,12 +262,28 @@ def main() -> None:
         if old is not None:
             Allocation.objects.filter(cluster=old).delete()
             old.delete()
+        # The server runs with autovacuum off: without this, each run's index lookups wade through
+        # the dead rows of every earlier run (same seed, same uids) and the figure drifts upward.
+        from django.apps import apps
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            for model in apps.get_app_config("inventory").get_models():
+                cursor.execute(f'VACUUM ANALYZE "{model._meta.db_table}"')
         cluster = create_cluster(actor=admin, name="bench", kubeconfig=kubeconfig.read_text())
         rss_before = peak_rss_mib()
+        load_start = [round(x, 1) for x in os.getloadavg()]
 
         started = time.monotonic()
         syncer = ClusterSync(cluster, page_size=args.page_size)
-        report = syncer.full_sync()
+        if args.profile:
+            import cProfile
+
+            with cProfile.Profile() as profiler:
+                report = syncer.full_sync()
+            profiler.dump_stats(args.profile)
+        else:
+            report = syncer.full_sync()
         cold = time.monotonic() - started
         per_kind = dict(syncer.timings)
         rss_cold = peak_rss_mib()
@@ -165,6 +306,48 @@ def main() -> None:
                 1 for _, _, item in batch if isinstance(item, kube.WatchEvent) and item.type != "BOOKMARK"
             )
         watch_seconds = time.monotonic() - started
+        rss_backlog = peak_rss_mib()
+
+        # Event to committed row: every kind watched, the single writer applying batches as in
+        # ClusterSync.run, while another process creates GPU pods at a steady rate and times each
+        # one from its write to its interval committed in this process's database.
+        latency: dict[str, Any] = {}
+        if args.latency_seconds > 0:
+            import multiprocessing
+
+            from inventory.models import SyncKind
+
+            for kind in SyncKind:
+                if kind != SyncKind.PODS:
+                    syncer._start_reader(kind)
+            templates = list(
+                Allocation.objects.filter(
+                    cluster=cluster,
+                    holder_kind="Pod",
+                    ended_at__isnull=True,
+                    resource_name__startswith="nvidia.com/",
+                )
+                .order_by("holder_uid")
+                .values_list("namespace", "node_name", "resource_name", "count")[:2000]
+            )
+            out = workdir / "latency.json"
+            driver = multiprocessing.get_context("spawn").Process(
+                target=drive_latency,
+                args=(
+                    kubeconfig.read_text(),
+                    url,
+                    str(cluster.pk),
+                    templates,
+                    args.latency_rate,
+                    args.latency_seconds,
+                    str(out),
+                ),
+            )
+            driver.start()
+            while driver.is_alive():
+                syncer.apply_batch(syncer._next_batch())
+            driver.join()
+            latency = json.loads(out.read_text()) if out.exists() else {"latency": "driver failed"}
         syncer.stop_event.set()
         result = {
             "nodes": Node.objects.filter(cluster=cluster).count(),
@@ -174,6 +357,7 @@ def main() -> None:
             "pods_listed": report.objects.get("pods"),
             "open_allocations": Allocation.objects.filter(cluster=cluster, ended_at__isnull=True).count(),
             "kubesim_start_s": round(kubesim_start, 1),
+            "load_average_start": load_start,
             "cold_sync_s": round(cold, 1),
             "cold_sync_s_per_kind": {kind: round(seconds, 1) for kind, seconds in per_kind.items()},
             "peak_rss_mib_before_sync": round(rss_before),
@@ -182,6 +366,10 @@ def main() -> None:
             "events_write_s": round(write_seconds, 1),
             "events_applied": applied,
             "events_applied_per_s": round(applied / watch_seconds) if watch_seconds else None,
+            "peak_rss_mib_after_backlog": round(rss_backlog),
+            **latency,
+            "peak_rss_mib_end": round(peak_rss_mib()),
+            "load_average_end": [round(x, 1) for x in os.getloadavg()],
         }
         print(json.dumps(result, indent=2))
     finally:

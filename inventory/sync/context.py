@@ -6,6 +6,7 @@ import hashlib
 import json
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -61,6 +62,8 @@ class SyncContext:
     _units: dict[str, list[UnitRef]] = field(default_factory=dict)
     _units_loaded: set[str] = field(default_factory=set)
     _devices: dict[tuple[str, str, str], UnitRef] | None = None
+    # Keys that already have rows, read once when a list begins (see ``stored_keys``).
+    _stored: dict[str, set[str]] = field(default_factory=dict)
 
     # --- namespaces and pools --------------------------------------------------------------------
     def tenant_for(self, namespace: str) -> uuid.UUID | None:
@@ -142,6 +145,18 @@ class SyncContext:
         self._units_loaded.clear()
         self._devices = None
 
+    # --- rows that exist, for the pages of one list ------------------------------------------------
+    def stored_keys(self, name: str, load: Callable[[], set[str]]) -> set[str]:
+        """The keys (claim or holder uids) that had rows when this list began, loaded on first use.
+
+        A page then asks the database only about its objects that can have rows: on a cold sync
+        none, where looking up every page's 500 uids by index was a tenth of the sync. Sound only
+        while listing: a list sees each object once, and nothing else writes during it (one writer);
+        ``reset_lookups`` at the start of every list drops the sets."""
+        if name not in self._stored:
+            self._stored[name] = load()
+        return self._stored[name]
+
     # --- parse issues ----------------------------------------------------------------------------
     def note(self, kind: str, issues: tuple[ParseIssue, ...] | list[ParseIssue], *, obj: str) -> None:
         for issue in issues:
@@ -173,5 +188,6 @@ class SyncContext:
 
     def reset_lookups(self) -> None:
         self._tenants = None
+        self._stored.clear()
         self._pools.clear()
         self.units_changed()

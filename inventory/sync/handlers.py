@@ -31,7 +31,7 @@ def apply_upserts(ctx: SyncContext, kind: str, objects: list[dict[str, Any]], *,
     if kind == SyncKind.NODES:
         return nodes.apply_nodes(ctx, objects)
     if kind == SyncKind.PODS:
-        return pods.apply_pods(ctx, objects, reason=reason)[0]
+        return pods.apply_pods(ctx, objects, reason=reason, listing=listing)[0]
     if kind == SyncKind.DEVICE_CLASSES:
         return dra.apply_device_classes(ctx, objects)
     if kind == SyncKind.RESOURCE_SLICES:

@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from inventory.models import Allocation, Cluster
+from inventory.sync.bulk import insert_rows
 
 CHUNK = 2000
 
@@ -47,13 +48,17 @@ class Holder:
     claim_id: uuid.UUID | None = None
 
 
-def reconcile_holders(*, cluster: Cluster, holders: Iterable[Holder], reason: str) -> int:
-    """Bring the open intervals of these holders in line with their wanted rows; returns changes."""
+def reconcile_holders(
+    *, cluster: Cluster, holders: Iterable[Holder], reason: str, may_be_open: set[str] | None = None
+) -> int:
+    """Bring the open intervals of these holders in line with their wanted rows; returns changes.
+
+    ``may_be_open``: when known (during a list), the only uids that can have open intervals."""
     by_uid = {holder.uid: holder for holder in holders}
     if not by_uid:
         return 0
     open_rows: dict[tuple[str, str], Allocation] = {}
-    uids = list(by_uid)
+    uids = [uid for uid in by_uid if may_be_open is None or uid in may_be_open]
     for start in range(0, len(uids), CHUNK):
         for row in Allocation.objects.filter(
             cluster=cluster, holder_uid__in=uids[start : start + CHUNK], ended_at__isnull=True
@@ -90,7 +95,7 @@ def reconcile_holders(*, cluster: Cluster, holders: Iterable[Holder], reason: st
         for key, (holder, row) in wanted.items()
         if key not in open_rows
     ]
-    Allocation.objects.bulk_create(opening, batch_size=CHUNK)
+    insert_rows(Allocation, opening)
     return len(closing) + len(opening)
 
 

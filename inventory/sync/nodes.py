@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.utils import timezone
@@ -13,6 +14,7 @@ from inventory.domain.issues import ParseIssue, error
 from inventory.domain.node_inventory import NodeGpuInventory, parse_node_object
 from inventory.domain.raw_fields import as_list, as_map, dig
 from inventory.models import Gpu, Node, ShareableUnit
+from inventory.sync.bulk import insert_rows
 from inventory.sync.context import SyncContext, content_hash
 
 KIND = "nodes"
@@ -39,8 +41,62 @@ def _hash(obj: dict[str, Any]) -> str:
     )
 
 
+@dataclass(slots=True)
+class _Changed:
+    """A node whose content changed, parsed, with its row ready to be written."""
+
+    row: Node
+    new: bool
+    inventory: NodeGpuInventory
+    device_plugin: bool
+
+
+NODE_FIELDS = [
+    "uid",
+    "labels",
+    "taints",
+    "capacity",
+    "allocatable",
+    "conditions",
+    "ready",
+    "cordoned",
+    "product",
+    "model_key",
+    "mig_strategy",
+    "sharing_strategy",
+    "replicas",
+    "gpu_count",
+    "pool_id",
+    "present",
+    "gone_at",
+    "content_hash",
+    "updated_at",
+]
+UNIT_FIELDS = [
+    "gpu_id",
+    "kind",
+    "resource_name",
+    "count",
+    "ge_each",
+    "model_key",
+    "memory_mib",
+    "mig_profile",
+    "placement_start",
+    "placement_size",
+    "split_count",
+    "device_uuid",
+]
+GPU_FIELDS = ["uuid", "product", "model_key", "memory_mib", "mig_enabled"]
+# bulk_update writes one CASE per field: a few hundred rows keep each statement well under
+# PostgreSQL's parameter limit whatever the page or watch batch size.
+UPDATE_BATCH = 500
+
+
 def apply_nodes(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
-    """Upsert nodes whose content changed and rebuild their GPUs and units; returns changes."""
+    """Upsert nodes whose content changed and rebuild their GPUs and units; returns changes.
+
+    The whole page (or watch batch) is written together: one query per table and operation, not
+    nine per node, which was most of a 5,000-node cold sync."""
     incoming = {}
     for obj in objects:
         name = dig(obj, "metadata", "name")
@@ -54,22 +110,27 @@ def apply_nodes(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
             "pk", "name", "content_hash", "present"
         )
     }
-    changes = 0
+    changed = []
     for name, obj in incoming.items():
         digest = _hash(obj)
         node = existing.get(name)
         if node is not None and node.content_hash == digest and node.present:
             continue
-        _store_node(ctx, obj, name, digest, node)
-        changes += 1
-    return changes
+        changed.append(_prepare_node(ctx, obj, name, digest, node))
+    if changed:
+        insert_rows(Node, [c.row for c in changed if c.new])
+        Node.objects.bulk_update([c.row for c in changed if not c.new], NODE_FIELDS, batch_size=UPDATE_BATCH)
+        _store_gpus_and_units(ctx, changed)
+    return len(changed)
 
 
 def _missing(code: str) -> ParseIssue:
     return error(code, "required field missing")
 
 
-def _store_node(ctx: SyncContext, obj: dict[str, Any], name: str, digest: str, node: Node | None) -> None:
+def _prepare_node(
+    ctx: SyncContext, obj: dict[str, Any], name: str, digest: str, node: Node | None
+) -> _Changed:
     inventory = parse_node_object(node=obj)
     ctx.note(KIND, inventory.issues, obj=name)
     labels = as_map(dig(obj, "metadata", "labels"))
@@ -100,40 +161,97 @@ def _store_node(ctx: SyncContext, obj: dict[str, Any], name: str, digest: str, n
         "content_hash": digest,
         "updated_at": timezone.now(),
     }
+    new = node is None
     if node is None:
-        node = Node.objects.create(cluster=ctx.cluster, name=name, **fields)
+        node = Node(cluster=ctx.cluster, name=name, **fields)
     else:
-        Node.objects.filter(pk=node.pk).update(**fields)
+        for field_name, value in fields.items():
+            setattr(node, field_name, value)
     # A DRA node advertises no nvidia.com/* extended resources: its devices come from ResourceSlices,
     # and the units its labels describe must not be counted twice. (HAMi nodes turn the NVIDIA device
     # plugin off too, yet advertise nvidia.com/gpu, so the label alone cannot tell.)
     advertised = bool(inventory.allocatable or inventory.capacity)
-    _store_gpus_and_units(ctx, node.pk, name, inventory, device_plugin=advertised)
+    return _Changed(row=node, new=new, inventory=inventory, device_plugin=advertised)
 
 
-def _store_gpus_and_units(
-    ctx: SyncContext, node_id: uuid.UUID, name: str, inv: NodeGpuInventory, *, device_plugin: bool
-) -> None:
-    hami_uuids = {i: d.uuid for i, d in enumerate(inv.hami.devices)} if inv.hami else {}
-    count = inv.physical_gpu_count or 0
-    gpus = {g.index: g for g in Gpu.objects.filter(node_id=node_id)}
-    wanted = []
-    for index in range(count):
-        gpu = gpus.get(index) or Gpu(node_id=node_id, index=index)
-        gpu.uuid = hami_uuids.get(index, gpu.uuid)
-        gpu.product = base_product(inv.product_label)
-        gpu.model_key = inv.model.key
-        gpu.memory_mib = inv.model.memory_mib or inv.gpu_memory_mib
-        gpu.mig_enabled = str(inv.mig_strategy) in ("single", "mixed") and bool(
-            inv.mig_devices or "-MIG-" in (inv.product_label or "")
+def _store_gpus_and_units(ctx: SyncContext, changed: list[_Changed]) -> None:
+    """Rebuild the GPUs and device-plugin units of changed nodes, one query per table and operation.
+
+    Existing GPUs are keyed (node, index) and existing units by their key (which names the node), the
+    same keys the per-node rebuild used, so a row that stays keeps its id (allocations point at it).
+    A node just created has nothing stored yet: its rows are only inserted."""
+    stored = [c.row.pk for c in changed if not c.new]
+    gpus: dict[uuid.UUID, dict[int, Gpu]] = {}
+    current: dict[uuid.UUID | None, dict[str, ShareableUnit]] = {}
+    if stored:
+        for gpu in Gpu.objects.filter(node_id__in=stored):
+            gpus.setdefault(gpu.node_id, {})[gpu.index] = gpu
+        # DRA devices belong to their ResourceSlice, not to the node's labels: a node event must not
+        # delete them (the slice sync owns their lifecycle).
+        for unit in ShareableUnit.objects.filter(node_id__in=stored, resource_slice__isnull=True):
+            current.setdefault(unit.node_id, {})[unit.key] = unit
+    gpu_creates: list[Gpu] = []
+    gpu_updates: list[Gpu] = []
+    gpu_deletes: list[uuid.UUID] = []
+    unit_creates: list[ShareableUnit] = []
+    unit_updates: list[ShareableUnit] = []
+    unit_deletes: list[uuid.UUID] = []
+    for change in changed:
+        node_id, name, inv = change.row.pk, change.row.name, change.inventory
+        hami_uuids = {i: d.uuid for i, d in enumerate(inv.hami.devices)} if inv.hami else {}
+        count = inv.physical_gpu_count or 0
+        gpu_ids = {}
+        have = gpus.get(node_id, {})
+        for index in range(count):
+            found = have.get(index)
+            if found is None:
+                gpu = Gpu(node_id=node_id, index=index)
+                gpu_creates.append(gpu)
+            else:
+                gpu = found
+                gpu_updates.append(gpu)
+            gpu.uuid = hami_uuids.get(index, gpu.uuid)
+            gpu.product = base_product(inv.product_label)
+            gpu.model_key = inv.model.key
+            gpu.memory_mib = inv.model.memory_mib or inv.gpu_memory_mib
+            gpu.mig_enabled = str(inv.mig_strategy) in ("single", "mixed") and bool(
+                inv.mig_devices or "-MIG-" in (inv.product_label or "")
+            )
+            gpu_ids[index] = gpu.pk
+        gpu_deletes.extend(g.pk for i, g in have.items() if i >= count)
+        units = _wanted_units(
+            ctx, node_id, name, inv, gpu_ids, hami_uuids, device_plugin=change.device_plugin
         )
-        wanted.append(gpu)
-    Gpu.objects.filter(node_id=node_id, index__gte=count).delete()
-    Gpu.objects.bulk_create([g for g in wanted if g.index not in gpus])
-    Gpu.objects.bulk_update(
-        [g for g in wanted if g.index in gpus], ["uuid", "product", "model_key", "memory_mib", "mig_enabled"]
-    )
-    gpu_ids = {g.index: g.pk for g in wanted}
+        mine = current.get(node_id, {})
+        unit_deletes.extend(u.pk for k, u in mine.items() if k not in units)
+        for key, unit in units.items():
+            if key in mine:
+                unit.pk = mine[key].pk
+                unit_updates.append(unit)
+            else:
+                unit_creates.append(unit)
+    # The same order as the per-node rebuild: GPUs (delete, insert, update), then units (delete,
+    # update, insert), so a unit never points at a GPU row that is about to go.
+    if gpu_deletes:
+        Gpu.objects.filter(pk__in=gpu_deletes).delete()
+    insert_rows(Gpu, gpu_creates)
+    Gpu.objects.bulk_update(gpu_updates, GPU_FIELDS, batch_size=UPDATE_BATCH)
+    if unit_deletes:
+        ShareableUnit.objects.filter(pk__in=unit_deletes).delete()
+    ShareableUnit.objects.bulk_update(unit_updates, UNIT_FIELDS, batch_size=UPDATE_BATCH)
+    insert_rows(ShareableUnit, unit_creates)
+
+
+def _wanted_units(
+    ctx: SyncContext,
+    node_id: uuid.UUID,
+    name: str,
+    inv: NodeGpuInventory,
+    gpu_ids: dict[int, uuid.UUID],
+    hami_uuids: dict[int, str],
+    *,
+    device_plugin: bool,
+) -> dict[str, ShareableUnit]:
     units: dict[str, ShareableUnit] = {}
     # On a DRA node the device plugin is off: its devices come from ResourceSlices instead.
     for position, group in enumerate(inv.units if device_plugin else ()):
@@ -157,29 +275,7 @@ def _store_gpus_and_units(
             device_uuid=group.gpu_uuid
             or (hami_uuids.get(group.gpu_index, "") if group.gpu_index is not None else ""),
         )
-    current = {u.key: u for u in ShareableUnit.objects.filter(node_id=node_id)}
-    ShareableUnit.objects.filter(pk__in=[u.pk for k, u in current.items() if k not in units]).delete()
-    fields = [
-        "gpu_id",
-        "kind",
-        "resource_name",
-        "count",
-        "ge_each",
-        "model_key",
-        "memory_mib",
-        "mig_profile",
-        "placement_start",
-        "placement_size",
-        "split_count",
-        "device_uuid",
-    ]
-    updates = []
-    for key, unit in units.items():
-        if key in current:
-            unit.pk = current[key].pk
-            updates.append(unit)
-    ShareableUnit.objects.bulk_update(updates, fields)
-    ShareableUnit.objects.bulk_create([u for k, u in units.items() if k not in current])
+    return units
 
 
 def vanish_nodes(ctx: SyncContext, names: set[str]) -> int:

@@ -16,7 +16,7 @@ from inventory.domain.issues import warning
 from inventory.domain.raw_fields import as_list, as_map, dig
 from inventory.models import HolderKind
 from inventory.sync.context import SyncContext, UnitRef, k8s_time
-from inventory.sync.ledger import Holder, WantedRow, close_holders, reconcile_holders
+from inventory.sync.ledger import Holder, WantedRow, close_holders, open_holder_uids, reconcile_holders
 
 KIND = "pods"
 FINISHED = ("Succeeded", "Failed")
@@ -155,7 +155,9 @@ def _row(
     )
 
 
-def apply_pods(ctx: SyncContext, objects: Iterable[dict[str, Any]], *, reason: str) -> tuple[int, set[str]]:
+def apply_pods(
+    ctx: SyncContext, objects: Iterable[dict[str, Any]], *, reason: str, listing: bool = False
+) -> tuple[int, set[str]]:
     """Open and close the intervals of these pods; returns (changes, uids seen)."""
     pods = list(objects)
     nodes = {str(dig(p, "spec", "nodeName")) for p in pods if dig(p, "spec", "nodeName")}
@@ -169,7 +171,12 @@ def apply_pods(ctx: SyncContext, objects: Iterable[dict[str, Any]], *, reason: s
             continue
         if holder is not None:
             holders.append(holder)
-    changes = reconcile_holders(cluster=ctx.cluster, holders=holders, reason=reason)
+    may_be_open = (
+        ctx.stored_keys("open pods", lambda: open_holder_uids(cluster=ctx.cluster, kind=HolderKind.POD))
+        if listing
+        else None
+    )
+    changes = reconcile_holders(cluster=ctx.cluster, holders=holders, reason=reason, may_be_open=may_be_open)
     return changes, {h.uid for h in holders}
 
 

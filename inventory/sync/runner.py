@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import close_old_connections, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -40,6 +40,17 @@ def backoff_delay(attempt: int, *, retry_after: float | None = None) -> float:
     step = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** min(attempt, 10))
     delay = step * random.uniform(0.5, 1.5)
     return max(delay, retry_after or 0.0)
+
+
+def _page_commit_without_flush() -> None:
+    """Let this list page's commit return before its WAL reaches the disk (PostgreSQL only).
+
+    Waiting for the flush was ~5% of a cold sync (hundreds of page commits). Nothing is at risk: the
+    list's last transaction (the SyncState row) commits normally, and that flush covers every page
+    written before it; a crash before then leaves the old SyncState, and every start re-lists."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
 
 @dataclass
@@ -74,6 +85,7 @@ class ClusterSync:
         version = ""
         for page in kube.list_pages(self.api, kind=kind, page_size=self.page_size):
             with transaction.atomic():
+                _page_commit_without_flush()
                 changes += apply_upserts(self.ctx, kind, page.items, listing=True)
                 self.ctx.flush_issues()
             observe_page(kind, state, page.items)

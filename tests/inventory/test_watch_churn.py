@@ -128,3 +128,30 @@ def test_churn_with_cut_watches_and_forced_410s_keeps_the_inventory_and_the_ledg
     for pod in created:
         if pod not in ended:
             assert any(k[:2] == pod for k in rows), f"created pod {pod} never entered the ledger"
+
+
+def test_a_node_event_keeps_the_dra_devices_its_slices_publish(kubesim_factory, register, mapped):
+    # given a watched cluster whose DRA nodes publish devices through ResourceSlices
+    sim = kubesim_factory(scenario="mixed", nodes=20, seed=1, bookmark_interval=0.5)
+    cluster = register(sim)
+    syncer = ClusterSync(cluster, page_size=100)
+    thread = threading.Thread(target=_run, args=(syncer,), daemon=True)
+    thread.start()
+    assert _wait_for(lambda: t.dra_devices(cluster) == sim.truth.dra_devices)
+    dra_nodes = sorted({s["spec"]["nodeName"] for s in sim.store.list_readonly("resourceslices")})
+
+    # when every DRA node changes a label (as GPU Feature Discovery does on each refresh)
+    relabel = {"metadata": {"labels": {"nvidia.com/gfd.timestamp": "1"}}}
+    for name in dra_nodes:
+        sim.store.patch_merge("nodes", None, name, relabel)
+
+    # then the node rows follow, and the devices (owned by the slices, not the labels) stay
+    assert _wait_for(
+        lambda: all(
+            n.labels.get("nvidia.com/gfd.timestamp") == "1" for n in cluster.nodes.filter(name__in=dra_nodes)
+        )
+    )
+    assert t.dra_devices(cluster) == sim.truth.dra_devices
+    syncer.stop_event.set()
+    thread.join(timeout=10)
+    assert ClusterSync(cluster, page_size=100).full_sync(record_drift=True).drift == 0
