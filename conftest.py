@@ -17,8 +17,4 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("django"):
         names += DJANGO_FIXTURES
     for name in names:
-        try:
-            config.pluginmanager.import_plugin(name)
-        except ImportError as exc:
-            if name not in str(exc):  # a broken plugin must fail loudly; only an absent one is skipped
-                raise
+        config.pluginmanager.import_plugin(name)
