@@ -1,23 +1,28 @@
-"""100 concurrent requests against room for N admit exactly N, every time (DESIGN section 10).
+"""100 concurrent HTTP requests against room for N admit exactly N, every time (DESIGN section 10).
 
-Each thread is its own database connection calling the submit service, as a web worker would; the
-flavor and cohort advisory locks must serialise the decisions. PostgreSQL here allows 100 clients in
-all (shared with other suites and xdist workers), so 12 workers carry the 100 requests: they start
-together behind a barrier and keep 12 decisions in flight at every moment.
+A hundred clients POST to a live server at the same moment (behind a barrier); the server serves them
+on a pool of WORKERS threads, each its own database connection, as a production WSGI server would, so
+the flavor and cohort advisory locks must serialise the decisions.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connection
+from django.contrib.staticfiles.handlers import StaticFilesHandler
 
+from gpuplatform.accounts.tokens import issue_api_token
 from tenants.models import CapacityRequest, Quota
-from tenants.request_services import submit_request
 from tests.tenants_admission.conftest import make_catalog
+from tests.tenants_admission.pooled_server import PooledLiveServerThread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,31 +31,55 @@ WORKERS = int(os.environ.get("ADMISSION_TEST_WORKERS", "12"))
 ROUNDS = int(os.environ.get("ADMISSION_TEST_ROUNDS", "20"))
 
 
-def submit_in_own_connection(actor, barrier: threading.Barrier, started: set[int]) -> str:
-    if threading.get_ident() not in started:
-        started.add(threading.get_ident())
-        barrier.wait()  # every worker connected and ready before the first decision
+@pytest.fixture
+def pooled_server(transactional_db: None) -> Iterator[str]:
+    thread = PooledLiveServerThread("127.0.0.1", StaticFilesHandler, workers=WORKERS)
+    thread.daemon = True
+    thread.start()
+    thread.is_ready.wait()
+    if thread.error:
+        raise thread.error
+    yield f"http://127.0.0.1:{thread.port}"
+    thread.terminate()
+
+
+def post_request(url: str, token: str, barrier: threading.Barrier) -> tuple[int, str]:
+    body = json.dumps({"tenant": "vision", "flavor": "h100", "amount": 1}).encode()
+    request = urllib.request.Request(
+        url,
+        data=body,
+        method="POST",
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            "Idempotency-Key": f"concurrency-{uuid.uuid4().hex}",
+        },
+    )
+    barrier.wait()  # all hundred leave together
     try:
-        return submit_request(actor=actor, tenant="vision", flavor="h100", amount=1).request.state
-    finally:
-        connection.close()  # never hold one of the server's scarce connections between requests
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, json.loads(response.read())["state"]
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()[:200]
 
 
-def test_a_hundred_concurrent_requests_never_over_admit(cast):
+def test_a_hundred_concurrent_http_requests_never_over_admit(cast, pooled_server):
     catalog = make_catalog(cast, physical=200, vision=0, nlp=0)
+    token = issue_api_token(actor=cast.dana, name="concurrency", scopes=["read", "write"]).plaintext
+    url = f"{pooled_server}/api/v1/capacity-requests/"
     for round_no in range(ROUNDS):
         # given room for exactly n in vision's (and the whole tree's) quota
         room = 7 + round_no
         Quota.objects.filter(pk=catalog.vision_quota.pk).update(nominal=room)
         CapacityRequest.objects.all().delete()
-        barrier, started = threading.Barrier(WORKERS), set()
-        # when a hundred arrive at once
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            futures = [
-                pool.submit(submit_in_own_connection, cast.dana, barrier, started) for _ in range(CONCURRENT)
-            ]
-            states = [future.result() for future in futures]
-        # then exactly n are admitted and the rest wait
+        barrier = threading.Barrier(CONCURRENT)
+        # when a hundred HTTP requests arrive at once
+        with ThreadPoolExecutor(max_workers=CONCURRENT) as clients:
+            futures = [clients.submit(post_request, url, token, barrier) for _ in range(CONCURRENT)]
+            answers = [future.result() for future in futures]
+        # then every one is answered, exactly n are admitted and the rest wait
+        assert {status for status, _ in answers} == {201}, [a for a in answers if a[0] != 201][:3]
+        states = [state for _, state in answers]
         assert states.count("admitted") == room, (round_no, states.count("admitted"))
         assert CapacityRequest.objects.filter(state="admitted").count() == room
         assert (
