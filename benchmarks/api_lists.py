@@ -1,7 +1,8 @@
 """API list latency: a page of 100 tenants at a steady request rate (DESIGN §10: P95 <= 150 ms at 100 req/s).
 
-Runs against PostgreSQL and a real HTTP server (Django's threaded runserver in a child process, as the
-demo serves), with 1,000 tenants and a tenant-admin token whose subtree is the whole tree, so every
+Runs against PostgreSQL and a real HTTP server: gunicorn with ``--workers`` processes (the production
+server of deploy/Dockerfile), or Django's threaded runserver with ``--server runserver`` (as the demo
+serves), with 1,000 tenants and a tenant-admin token whose subtree is the whole tree, so every
 request goes through the scoping door. Usage:
 
     .venv/bin/python benchmarks/api_lists.py --rate 100 --seconds 20
@@ -67,6 +68,8 @@ def main() -> None:
     parser.add_argument("--tenants", type=int, default=1000)
     parser.add_argument("--page-size", type=int, default=100)
     parser.add_argument("--port", type=int, default=8391)
+    parser.add_argument("--server", choices=["gunicorn", "runserver"], default="gunicorn")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
     args = parser.parse_args()
 
     token = prepare(args.tenants)
@@ -77,7 +80,18 @@ def main() -> None:
         "LOG_LEVEL": "WARNING",
     }
     server = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{args.port}", "--noreload"],
+        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{args.port}", "--noreload"]
+        if args.server == "runserver"
+        else [
+            str(Path(sys.executable).with_name("gunicorn")),
+            "gpuplatform.wsgi",
+            "--bind",
+            f"127.0.0.1:{args.port}",
+            "--workers",
+            str(args.workers),
+            "--threads",
+            "4",
+        ],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,
