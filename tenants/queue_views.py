@@ -13,8 +13,8 @@ from django.views.decorators.http import require_POST
 
 from gpuplatform.errors import DomainError
 from gpuplatform.ui.auth import current_user
-from tenants import admission_selectors, request_services, scoping
-from tenants.models import Budget, CapacityRequest, Quota
+from tenants import admission_selectors, request_services
+from tenants.models import Budget, CapacityRequest, Quota, Tenant
 from tenants.models.requests import ApprovalState, RequestState
 
 
@@ -27,14 +27,12 @@ def queue(request: HttpRequest) -> HttpResponse:
     pending = visible.filter(state=RequestState.PENDING).order_by(
         "tenant__path", "queue__name", F("queue_position").asc(nulls_last=True), "created_at"
     )
-    admin_paths = scoping.admin_root_paths(user)
-    inbox = [
-        r
-        for r in visible.filter(state=RequestState.PENDING, approval=ApprovalState.AWAITING).order_by(
-            "created_at"
-        )
-        if user.is_platform_admin or any(r.tenant.path.startswith(p) for p in admin_paths)
-    ]
+    # The inbox holds what this user may decide: the same rule as every other tenant change.
+    inbox = visible.filter(
+        state=RequestState.PENDING,
+        approval=ApprovalState.AWAITING,
+        tenant__in=Tenant.objects.manageable_by(user).values("pk"),
+    ).order_by("created_at")
     recent = visible.exclude(state=RequestState.PENDING).order_by("-updated_at")[:20]
     return render(request, "tenants/queue.html", {"pending": pending, "inbox": inbox, "recent": recent})
 
