@@ -65,9 +65,12 @@ def post_request(url: str, token: str, barrier: threading.Barrier) -> tuple[int,
 
 def test_a_hundred_concurrent_http_requests_never_over_admit(cast, pooled_server):
     catalog = make_catalog(cast, physical=200, vision=0, nlp=0)
-    token = issue_api_token(actor=cast.dana, name="concurrency", scopes=["read", "write"]).plaintext
     url = f"{pooled_server}/api/v1/capacity-requests/"
     for round_no in range(ROUNDS):
+        # a token per round: 2,000 POSTs on one token inside a minute would meet the per-token rate limit
+        token = issue_api_token(
+            actor=cast.dana, name=f"concurrency-{round_no}", scopes=["read", "write"]
+        ).plaintext
         # given room for exactly n in vision's (and the whole tree's) quota
         room = 7 + round_no
         Quota.objects.filter(pk=catalog.vision_quota.pk).update(nominal=room)
