@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Sum
+from django.db.models import F, Sum
 
 from inventory.domain.gpu_equivalent import ge_to_decimal
 from inventory.domain.gpu_models import GpuModel, resolve_gpu_model
@@ -163,13 +163,18 @@ def pool_resource_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, 
     """
     ids = list(pool_ids)
     result: dict[uuid.UUID, dict[str, int]] = {pool: defaultdict(int) for pool in ids}
-    rows = ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True).values_list(
-        "node__pool_id", "kind", "resource_name", "count", "memory_mib"
+    # Summed in SQL: a large pool has tens of thousands of units, and this runs on every decision.
+    rows = (
+        ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True)
+        .values("node__pool_id", "kind", "resource_name")
+        .annotate(units=Sum("count"), memory=Sum(F("memory_mib") * F("count")))
+        .order_by()
+        .values_list("node__pool_id", "kind", "resource_name", "units", "memory")
     )
-    for pool, kind, resource, count, memory in rows:
+    for pool, kind, resource, units, memory in rows:
         per_resource = result[pool]
-        per_resource[resource] += count
+        per_resource[resource] += units
         if kind == "hami_gpu":
-            per_resource["nvidia.com/gpumem"] += (memory or 0) * count
-            per_resource["nvidia.com/gpucores"] += 100 * count
+            per_resource["nvidia.com/gpumem"] += memory or 0
+            per_resource["nvidia.com/gpucores"] += 100 * units
     return {pool: dict(per_resource) for pool, per_resource in result.items()}

@@ -1,16 +1,20 @@
 """The authoritative admission: lock, snapshot, decide with the pure engine, persist, in one transaction.
 
-Locks are PostgreSQL transaction-scoped advisory locks, always in one global order: every flavor
-involved (sorted), then the cohort root. Physical capacity is per flavor and shared by all cohorts,
-quota and tenant-wide budgets are per cohort; holding both while deciding means two transactions can
-never both spend the same unit, and the fixed order means they cannot deadlock.
+Locks are PostgreSQL transaction-scoped advisory locks, always in one global order: the cohort root,
+then every flavor involved (sorted), and no write to a request before both. Quota and tenant-wide
+budgets are per cohort, so the cohort lock is held for the whole decision; physical capacity is per
+flavor and shared by every cohort, so the flavor lock is taken last, just before the writes: the
+decision is made on free capacity read without it, then checked against capacity read again under
+it (and made again, in memory, if that changed). One flavor's lock is therefore held for a read and
+the writes, not for the whole decision, and cohorts decide side by side. Two transactions can never
+both spend the same unit, and the fixed order means they cannot deadlock.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -18,7 +22,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from tenants import admission as engine
-from tenants.admission_snapshot import Names, build_snapshot, ge_of, micros
+from tenants.admission_snapshot import Explained, Names, build_snapshot, ge_of, micros, physical_free
 from tenants.models import CapacityRequest, Flavor, RequestTransition
 from tenants.models.requests import RequestState
 
@@ -31,18 +35,30 @@ def _lock_key(value: uuid.UUID) -> int:
     return int.from_bytes(value.bytes[:4], "big", signed=True)
 
 
-def lock_admission(*, flavor_ids: Iterable[uuid.UUID], root_ids: Iterable[uuid.UUID]) -> None:
-    """Take the advisory locks for deciding on these flavors and cohorts, in the global order.
-    Must run inside a transaction (released at its end)."""
+def _advisory(keys: list[tuple[int, int]]) -> None:
     if not transaction.get_connection().in_atomic_block:
-        raise RuntimeError("lock_admission must run inside a transaction")
-    keys = [(FLAVOR_LOCK_SPACE, k) for k in sorted({_lock_key(f) for f in flavor_ids})]
-    keys += [(COHORT_LOCK_SPACE, k) for k in sorted({_lock_key(r) for r in root_ids})]
+        raise RuntimeError("admission locks are taken inside a transaction")
     if connection.vendor != "postgresql":
         return  # SQLite (the demo) serialises writers on its own
     with connection.cursor() as cursor:
         for space, key in keys:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [space, key])
+
+
+def lock_cohorts(*, root_ids: Iterable[uuid.UUID]) -> None:
+    """The first lock of an admission: the cohort roots (sorted). Released at the transaction's end."""
+    _advisory([(COHORT_LOCK_SPACE, k) for k in sorted({_lock_key(r) for r in root_ids})])
+
+
+def lock_flavors(*, flavor_ids: Iterable[uuid.UUID]) -> None:
+    """The second lock: the flavors (sorted), after the cohorts and before any write to a request."""
+    _advisory([(FLAVOR_LOCK_SPACE, k) for k in sorted({_lock_key(f) for f in flavor_ids})])
+
+
+def lock_admission(*, flavor_ids: Iterable[uuid.UUID], root_ids: Iterable[uuid.UUID]) -> None:
+    """Both locks at once, in the global order, for changes that write before deciding."""
+    lock_cohorts(root_ids=root_ids)
+    lock_flavors(flavor_ids=flavor_ids)
 
 
 @dataclass
@@ -70,11 +86,37 @@ def decide_cohort(
     check: Callable[[engine.Snapshot], None] | None = None,
     only: str | None = None,
 ) -> tuple[Outcome, Names]:
-    """Run the engine over the cohort: `schedule` passes until no preemption frees more. Pure apart
-    from reading; the caller holds the locks. ``check`` may refuse (raise) on the first snapshot."""
-    snapshot, names = build_snapshot(root_path=root_path, flavors=flavors, now=now, extra=extra or [])
+    """Run the engine over the cohort: `schedule` passes until no preemption frees more. The caller
+    holds the cohort lock; this takes the flavor locks last and returns holding them, so the caller's
+    writes follow at once. ``check`` may refuse (raise) on the first snapshot, before any flavor lock."""
+    key = tuple(sorted(str(f.pk) for f in flavors))
+    guess = _last_free.get(key)
+    snapshot, names = build_snapshot(
+        root_path=root_path,
+        flavors=flavors,
+        now=now,
+        free=guess if guess is not None else physical_free(flavors),
+        extra=extra or [],
+    )
     if check is not None:
         check(snapshot)
+    outcome = _decide(snapshot, only)
+    lock_flavors(flavor_ids=[f.pk for f in flavors])
+    exact = physical_free(flavors)
+    if len(_last_free) > 1_000:
+        _last_free.clear()
+    _last_free[key] = exact
+    if exact != snapshot.free:  # another cohort took or freed capacity meanwhile: decide again
+        outcome = _decide(replace(snapshot, free=exact), only)
+    return outcome, names
+
+
+# The free capacity each flavor set last had in this process. Only a first guess to decide on before
+# the flavor lock: the decision is always checked against capacity read under it.
+_last_free: dict[tuple[str, ...], dict[str, dict[str, int]]] = {}
+
+
+def _decide(snapshot: engine.Snapshot, only: str | None) -> Outcome:
     outcome = Outcome()
     if only is not None:
         # The fast path for a new arrival: decide it alone. It cannot make room for anyone else
@@ -82,7 +124,7 @@ def decide_cohort(
         # the loop refreshes their positions.
         decision = engine.decide(snapshot=snapshot, request_id=only)
         outcome.decisions[decision.request_id] = decision
-        return outcome, names
+        return outcome
     for _ in range(MAX_PASSES):
         result = engine.schedule(snapshot=snapshot)
         for decision in result:
@@ -90,19 +132,31 @@ def decide_cohort(
         if not any(d.victims for d in result if d.admitted):
             break
         snapshot = engine.advance(snapshot=snapshot, decisions=result)
-    return outcome, names
+    return outcome
 
 
 def persist(*, outcome: Outcome, names: Names, now: datetime) -> None:
-    """Write what the engine decided: admissions, preemptions, and why the rest still wait."""
+    """Write what the engine decided: admissions, preemptions, and why the rest still wait. The
+    snapshot's unsaved requests are inserted here, already in their decided state."""
     decisions = outcome.decisions
-    # The snapshot already read every pending and holding row of the cohort: no second read.
-    # Waiting rows were read (partially) by the snapshot; rows that change state are read whole.
-    rows = names.rows
     victims = {v.request_id: (d, v) for d in decisions.values() if d.admitted for v in d.victims}
+    # Rows that change state are read whole (they are few); waiting rows were read by the snapshot.
     moving = [rid for rid, d in decisions.items() if d.admitted] + list(victims)
-    full = {str(r.pk): r for r in CapacityRequest.objects.filter(pk__in=[uuid.UUID(rid) for rid in moving])}
-    transitions: list[RequestTransition] = []
+    saved = [uuid.UUID(rid) for rid in moving if rid not in names.unsaved]
+    full: dict[str, CapacityRequest] = dict(names.unsaved)
+    if saved:
+        full.update((str(r.pk), r) for r in CapacityRequest.objects.filter(pk__in=saved))
+    transitions = [
+        RequestTransition(
+            request_id=row.pk,
+            to_state=RequestState.PENDING,
+            reason_code="submitted",
+            message=row.reason,
+            actor_id=row.created_by_id,
+            at=now,
+        )
+        for row in names.unsaved.values()
+    ]
     explained: list[CapacityRequest] = []
     moved: list[CapacityRequest] = []
     order = micros(now)
@@ -125,19 +179,25 @@ def persist(*, outcome: Outcome, names: Names, now: datetime) -> None:
             outcome.admitted.append(row.pk)
             moved.append(row)
         elif not decision.admitted:
-            row = rows[rid]
             reason = str(decision.reason or "")
-            fresh = (row.reason_code, row.message, row.queue_position, row.cohort_position) != (
-                reason,
-                decision.message,
-                decision.queue_position,
-                decision.cohort_position,
+            now_explained = Explained(
+                reason, decision.message, decision.queue_position, decision.cohort_position
             )
-            if fresh:  # only rewrite rows whose explanation changed: most waits are unchanged
+            if rid in names.unsaved:
+                row = names.unsaved[rid]
                 row.reason_code, row.message = reason, decision.message
                 row.queue_position, row.cohort_position = decision.queue_position, decision.cohort_position
-                row.updated_at = now
-                explained.append(row)
+            elif names.explained[rid] != now_explained:  # most waits are unchanged: leave those rows
+                explained.append(
+                    CapacityRequest(
+                        pk=uuid.UUID(rid),
+                        reason_code=reason,
+                        message=decision.message,
+                        queue_position=decision.queue_position,
+                        cohort_position=decision.cohort_position,
+                        updated_at=now,
+                    )
+                )
     for rid, (by, victim) in victims.items():
         row = full[rid]
         previous = row.state
@@ -153,10 +213,13 @@ def persist(*, outcome: Outcome, names: Names, now: datetime) -> None:
         transitions.append(_transition(row, previous, "preempted", message, now))
         outcome.preempted.append(row.pk)
         moved.append(row)
+    for row in names.unsaved.values():
+        row.save(force_insert=True)
     if explained:
         CapacityRequest.objects.bulk_update(
             explained, ["reason_code", "message", "queue_position", "cohort_position", "updated_at"]
         )
+    moved = [row for row in moved if str(row.pk) not in names.unsaved]
     if moved:
         CapacityRequest.objects.bulk_update(
             moved,

@@ -18,6 +18,7 @@ from fractions import Fraction
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import BigIntegerField, Q, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
@@ -25,10 +26,12 @@ from django.db.models.functions import Cast
 from inventory.selectors import pool_resource_capacity
 from tenants import admission as engine
 from tenants.admission.snapshot import hours
-from tenants.models import Budget, CapacityRequest, Flavor, PriorityClass, Queue, Quota, Tenant
+from tenants.models import Budget, CapacityRequest, Flavor, FlavorHold, PriorityClass, Queue, Quota, Tenant
 from tenants.models.requests import HOLDING, RequestState
 
 MICROS = 1_000_000
+# Only what deciding and explaining need, as tuples: model instances (and the JSON of loans, warnings
+# and cluster objects) for a hundred holders would cost more than the decision itself.
 LIVE_FIELDS = (
     "id",
     "tenant_id",
@@ -46,8 +49,17 @@ LIVE_FIELDS = (
     "message",
     "queue_position",
     "cohort_position",
-    "updated_at",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Explained:
+    """How a live request explains itself now: persist rewrites it only when a decision changes it."""
+
+    reason_code: str
+    message: str
+    queue_position: int | None
+    cohort_position: int | None
 
 
 def micros(moment: datetime) -> int:
@@ -82,33 +94,41 @@ def engine_flavor(flavor: Flavor) -> engine.Flavor:
     )
 
 
-def physical_free(flavors: Iterable[Flavor]) -> dict[str, dict[str, int]]:
-    """Physical capacity of each flavor's pool minus what admitted requests (all tenants) hold."""
-    flavors = list(flavors)
-    capacity = pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id])
-    free: dict[str, dict[str, int]] = {}
-    for flavor in flavors:
-        pool = capacity.get(flavor.pool_id, {}) if flavor.pool_id else {}
-        free[flavor.name] = {r: pool.get(r, 0) for r in flavor.resource_names}
-    # Summed in SQL: the fleet holds tens of thousands of admitted requests, and reading each one's
-    # JSON amounts to add them up in Python cost more than the whole decision.
+def held_by_flavor(flavors: list[Flavor]) -> dict[uuid.UUID, dict[str, int]]:
+    """What admitted and active requests hold, per flavor and resource. On PostgreSQL one indexed read
+    of the trigger-kept `FlavorHold` counters; on SQLite (the demo) a sum over the holding requests."""
+    held: dict[uuid.UUID, dict[str, int]] = {f.pk: {} for f in flavors}
+    if connection.vendor == "postgresql":
+        for flavor_id, resource, total in FlavorHold.objects.filter(flavor__in=flavors).values_list(
+            "flavor_id", "resource", "held"
+        ):
+            held[flavor_id][resource] = total
+        return held
     names = sorted({r for flavor in flavors for r in flavor.resource_names})
     sums = {
         f"r{i}": Sum(Cast(KeyTextTransform(r, "amounts"), BigIntegerField())) for i, r in enumerate(names)
     }
-    held = (
+    rows = (
         CapacityRequest.objects.filter(flavor__in=flavors, state__in=HOLDING)
         .values("flavor_id")
         .annotate(**sums)
         .order_by()
         .values_list("flavor_id", *sums)
     )
-    by_id = {flavor.pk: flavor for flavor in flavors}
-    for flavor_id, *totals in held:
-        per_resource = free[by_id[flavor_id].name]
-        for r, total in zip(names, totals, strict=True):
-            if r in per_resource:
-                per_resource[r] -= int(total or 0)
+    for flavor_id, *totals in rows:
+        held[flavor_id] = {r: int(total or 0) for r, total in zip(names, totals, strict=True)}
+    return held
+
+
+def physical_free(flavors: Iterable[Flavor]) -> dict[str, dict[str, int]]:
+    """Physical capacity of each flavor's pool minus what admitted requests (all tenants) hold."""
+    flavors = list(flavors)
+    capacity = pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id])
+    held = held_by_flavor(flavors)
+    free: dict[str, dict[str, int]] = {}
+    for flavor in flavors:
+        pool = capacity.get(flavor.pool_id, {}) if flavor.pool_id else {}
+        free[flavor.name] = {r: pool.get(r, 0) - held[flavor.pk].get(r, 0) for r in flavor.resource_names}
     return free
 
 
@@ -121,7 +141,8 @@ class Names:
     flavors: dict[str, Flavor] = field(default_factory=dict)
     classes: dict[str, PriorityClass] = field(default_factory=dict)
     queues: dict[str, uuid.UUID] = field(default_factory=dict)
-    rows: dict[str, CapacityRequest] = field(default_factory=dict)  # the live requests read, by id
+    explained: dict[str, Explained] = field(default_factory=dict)  # the live requests read, by id
+    unsaved: dict[str, CapacityRequest] = field(default_factory=dict)  # `extra` requests, by id
 
 
 def queue_name(slug: str, queue: str) -> str:
@@ -146,9 +167,15 @@ def request_record(
 
 
 def build_snapshot(
-    *, root_path: str, flavors: list[Flavor], now: datetime, extra: Iterable[CapacityRequest] = ()
+    *,
+    root_path: str,
+    flavors: list[Flavor],
+    now: datetime,
+    free: dict[str, dict[str, int]],
+    extra: Iterable[CapacityRequest] = (),
 ) -> tuple[engine.Snapshot, Names]:
-    """The cohort under ``root_path`` for ``flavors``, plus ``extra`` unsaved pending requests."""
+    """The cohort under ``root_path`` for ``flavors``, plus ``extra`` unsaved pending requests, with
+    ``free`` physical capacity (see `physical_free`; the caller decides when to read it)."""
     names = Names()
     flavor_ids = [f.pk for f in flavors]
     tenant_rows = list(
@@ -203,38 +230,72 @@ def build_snapshot(
                 weight=Fraction(weight),
             )
         )
-    # Only what deciding and explaining need: the JSON of loans, warnings and cluster objects of a
-    # hundred waiting requests would cost more to decode than the decision itself.
-    live = list(
-        CapacityRequest.objects.filter(
-            tenant_id__in=slug_of, flavor_id__in=flavor_ids, state__in=[*HOLDING, RequestState.PENDING]
-        ).only(*LIVE_FIELDS)
-    )
+    live = CapacityRequest.objects.filter(
+        tenant_id__in=slug_of, flavor_id__in=flavor_ids, state__in=[*HOLDING, RequestState.PENDING]
+    ).values_list(*LIVE_FIELDS)
     active: list[engine.ActiveAllocation] = []
     pending: list[engine.CapacityRequest] = []
-    for req in [*live, *extra]:
-        names.rows[str(req.pk)] = req
-        tenant, flavor, klass = (
-            slug_of[req.tenant_id],
-            flavor_name[req.flavor_id],
-            class_name[req.priority_class_id],
-        )
-        if req.state == RequestState.PENDING:
+    for (
+        pk,
+        tenant_id,
+        queue_id,
+        flavor_id,
+        class_id,
+        amounts,
+        created_order,
+        duration_seconds,
+        approval,
+        state,
+        admitted_order,
+        expires_at,
+        reason_code,
+        message,
+        queue_position,
+        cohort_position,
+    ) in live:
+        rid = str(pk)
+        names.explained[rid] = Explained(reason_code, message, queue_position, cohort_position)
+        tenant, flavor = slug_of[tenant_id], flavor_name[flavor_id]
+        if state == RequestState.PENDING:
             pending.append(
-                request_record(req, tenant=tenant, queue=queue_of[req.queue_id], flavor=flavor, klass=klass)
+                engine.CapacityRequest(
+                    id=rid,
+                    tenant=tenant,
+                    queue=queue_of[queue_id],
+                    flavor=flavor,
+                    amounts={r: int(a) for r, a in amounts.items()},
+                    priority_class=class_name[class_id],
+                    created_order=created_order,
+                    duration=None if duration_seconds is None else timedelta(seconds=duration_seconds),
+                    requires_approval=approval != "not-required",
+                    approved=approval == "approved",
+                )
             )
         else:
             active.append(
                 engine.ActiveAllocation(
-                    request_id=str(req.pk),
+                    request_id=rid,
                     tenant=tenant,
                     flavor=flavor,
-                    amounts={r: int(a) for r, a in req.amounts.items()},
-                    priority_class=klass,
-                    admitted_order=req.admitted_order or 0,
-                    ends_at=req.expires_at,
+                    amounts={r: int(a) for r, a in amounts.items()},
+                    priority_class=class_name[class_id],
+                    admitted_order=admitted_order or 0,
+                    ends_at=expires_at,
                 )
             )
+    for req in extra:
+        rid = str(req.pk)
+        names.unsaved[rid] = req
+        names.explained[rid] = Explained(req.reason_code, req.message, None, None)
+        pending.append(
+            request_record(
+                req,
+                tenant=slug_of[req.tenant_id],
+                queue=queue_of[req.queue_id],
+                flavor=flavor_name[req.flavor_id],
+                klass=class_name[req.priority_class_id],
+            )
+        )
     month_start, month_end = month_bounds(now)
     budgets = _budgets(slug_of, flavors, now=now, month_start=month_start, month_end=month_end)
     snapshot = engine.Snapshot(
@@ -247,7 +308,7 @@ def build_snapshot(
             engine.PriorityClass(name=c.name, value=c.value, preemptible=c.preemptible) for c in classes
         ),
         queues=tuple(queues),
-        free=physical_free(flavors),
+        free=free,
         budgets=budgets,
         active=tuple(active),
         pending=tuple(pending),

@@ -20,7 +20,14 @@ from gpuplatform.audit.services import record_event
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from tenants import admission as engine
 from tenants import scoping
-from tenants.admission_runner import Outcome, decide_cohort, lock_admission, persist, request_ge
+from tenants.admission_runner import (
+    Outcome,
+    decide_cohort,
+    lock_admission,
+    lock_cohorts,
+    persist,
+    request_ge,
+)
 from tenants.admission_snapshot import micros, root_id_of
 from tenants.catalog_scoping import usable_by
 from tenants.dispatch import materialise_after_commit
@@ -208,39 +215,29 @@ def submit_request(
                     field="amount",
                 )
 
-    with transaction.atomic():
-        lock_admission(flavor_ids=[the_flavor.pk], root_ids=[root_id_of(the_tenant.path)])
-        if key:
-            earlier = _replay(actor, key, digest)  # a concurrent twin may have committed meanwhile
-            if earlier is not None:
-                return Submitted(earlier, created=False)
-        outcome, names = decide_cohort(
-            root_path=f"/{root_id_of(the_tenant.path).hex}/",
-            flavors=[the_flavor],
-            now=now,
-            extra=[request],
-            only=str(request.pk),
-            check=refuse_impossible,
-        )
-        try:
-            with transaction.atomic():
-                request.save(force_insert=True)
-        except IntegrityError as exc:
-            raise Conflict(
-                "This Idempotency-Key was just used for another request.", code="idempotency_key_reused"
-            ) from exc
-        RequestTransition.objects.create(
-            request=request,
-            to_state=RequestState.PENDING,
-            reason_code="submitted",
-            message=reason,
-            actor=actor,
-            at=now,
-        )
-        persist(outcome=outcome, names=names, now=now)
-        record_event(actor=actor, action="capacity_request.created", obj=request, after=_summary(request))
-        _after(outcome)
-    request.refresh_from_db()
+    try:
+        with transaction.atomic():
+            lock_cohorts(root_ids=[root_id_of(the_tenant.path)])
+            if key:
+                earlier = _replay(actor, key, digest)  # a concurrent twin may have committed meanwhile
+                if earlier is not None:
+                    return Submitted(earlier, created=False)
+            outcome, names = decide_cohort(
+                root_path=f"/{root_id_of(the_tenant.path).hex}/",
+                flavors=[the_flavor],
+                now=now,
+                extra=[request],
+                only=str(request.pk),
+                check=refuse_impossible,
+            )
+            persist(outcome=outcome, names=names, now=now)  # inserts the request, decided
+            record_event(actor=actor, action="capacity_request.created", obj=request, after=_summary(request))
+            _after(outcome)
+    except IntegrityError as exc:
+        # The same key with another body, committed by a twin on another cohort meanwhile.
+        raise Conflict(
+            "This Idempotency-Key was just used for another request.", code="idempotency_key_reused"
+        ) from exc
     return Submitted(request, created=True)
 
 
@@ -269,7 +266,7 @@ def readmit(*, root_path: str, flavors: list[Flavor], now: datetime) -> Outcome:
     """Decide every pending request of the cohort on these flavors again. Locks flavors and root;
     idempotent (a second run with nothing changed admits nothing more)."""
     with transaction.atomic():
-        lock_admission(flavor_ids=[f.pk for f in flavors], root_ids=[root_id_of(root_path)])
+        lock_cohorts(root_ids=[root_id_of(root_path)])
         outcome, names = decide_cohort(root_path=root_path, flavors=flavors, now=now)
         persist(outcome=outcome, names=names, now=now)
         _after(outcome)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
+from django.db.models import Prefetch, prefetch_related_objects
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status
@@ -162,8 +163,17 @@ class CapacityRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, S
         submitted = request_services.submit_request(
             actor=self.actor, idempotency_key=key, **body.validated_data
         )
-        return self._detail(
-            submitted.request, status.HTTP_201_CREATED if submitted.created else status.HTTP_200_OK
+        if not submitted.created:
+            return self._detail(submitted.request)
+        # The new request is in memory, decided, with its tenant, queue, flavor and class: only its
+        # transitions are read back.
+        created = submitted.request
+        prefetch_related_objects(
+            [created], Prefetch("transitions", queryset=RequestTransition.objects.select_related("actor"))
+        )
+        return Response(
+            CapacityRequestSerializer(created, context=self.get_serializer_context()).data,
+            status=status.HTTP_201_CREATED,
         )
 
     @extend_schema(request=None, responses=CapacityRequestSerializer)

@@ -13,12 +13,13 @@ from tenants.models.capacity import (
     Quota,
 )
 from tenants.models.identity import Membership, Role, Tenant, TenantNamespace, TenantState, dns_label
-from tenants.models.requests import CapacityRequest, RequestState, RequestTransition
+from tenants.models.requests import CapacityRequest, FlavorHold, RequestState, RequestTransition
 
 __all__ = [
     "Budget",
     "CapacityRequest",
     "Flavor",
+    "FlavorHold",
     "FlavorKind",
     "Membership",
     "PriorityClass",

@@ -132,3 +132,26 @@ class RequestTransition(models.Model):
 
     def __str__(self) -> str:
         return f"{self.from_state or '-'} -> {self.to_state}"
+
+
+class FlavorHold(models.Model):
+    """What admitted and active requests hold of each flavor's resources, kept by a PostgreSQL trigger
+    on every insert, state change and delete of a request (migration 0003).
+
+    Admission reads this one row per resource instead of summing every holding request of the fleet,
+    and it is the row the physical claim serialises on. Written only by the trigger, so bulk writes
+    and deletes that bypass the services cannot let it drift. SQLite (the demo) has no trigger and
+    sums the requests instead (`tenants.admission_snapshot.held_by_flavor`).
+    """
+
+    flavor = models.ForeignKey(
+        Flavor, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )  # no constraint: the trigger may write while the flavor's deletion is in flight
+    resource = models.CharField(max_length=253)
+    held = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["flavor", "resource"], name="flavor_hold_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.flavor_id} {self.resource}: {self.held}"
