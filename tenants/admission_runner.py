@@ -21,6 +21,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from gpuplatform.bulk_update import update_each
 from tenants import admission as engine
 from tenants.admission_snapshot import Explained, Names, build_snapshot, ge_of, micros, physical_free
 from tenants.models import CapacityRequest, Flavor, RequestTransition
@@ -103,12 +104,27 @@ def decide_cohort(
     outcome = _decide(snapshot, only)
     lock_flavors(flavor_ids=[f.pk for f in flavors])
     exact = physical_free(flavors)
-    if len(_last_free) > 1_000:
-        _last_free.clear()
-    _last_free[key] = exact
     if exact != snapshot.free:  # another cohort took or freed capacity meanwhile: decide again
         outcome = _decide(replace(snapshot, free=exact), only)
+    if len(_last_free) > 1_000:
+        _last_free.clear()
+    _last_free[key] = _free_after(exact, outcome, snapshot)
     return outcome, names
+
+
+def _free_after(
+    free: dict[str, dict[str, int]], outcome: Outcome, snapshot: engine.Snapshot
+) -> dict[str, dict[str, int]]:
+    """Free capacity once this outcome is written (what it admits taken; what it preempts left out,
+    so the guess errs towards deciding again rather than towards admitting)."""
+    after = {flavor: dict(per_resource) for flavor, per_resource in free.items()}
+    pending = snapshot.index.pending
+    for rid, decision in outcome.decisions.items():
+        req = pending.get(rid)
+        if decision.admitted and req is not None and req.flavor in after:
+            for resource, amount in req.amounts.items():
+                after[req.flavor][resource] = after[req.flavor].get(resource, 0) - amount
+    return after
 
 
 # The free capacity each flavor set last had in this process. Only a first guess to decide on before
@@ -216,12 +232,15 @@ def persist(*, outcome: Outcome, names: Names, now: datetime) -> None:
     for row in names.unsaved.values():
         row.save(force_insert=True)
     if explained:
-        CapacityRequest.objects.bulk_update(
-            explained, ["reason_code", "message", "queue_position", "cohort_position", "updated_at"]
+        update_each(
+            CapacityRequest,
+            explained,
+            ["reason_code", "message", "queue_position", "cohort_position", "updated_at"],
         )
     moved = [row for row in moved if str(row.pk) not in names.unsaved]
     if moved:
-        CapacityRequest.objects.bulk_update(
+        update_each(
+            CapacityRequest,
             moved,
             [
                 "state",

@@ -119,7 +119,7 @@ class Index:
     def _index_allocations(self, active: tuple[ActiveAllocation, ...]) -> None:
         self.allocations: dict[str, ActiveAllocation] = {}
         self.alloc_ge: dict[str, Fraction] = {}
-        self.alloc_remaining: dict[str, Fraction] = {}  # GE-hours still to burn this month
+        self.alloc_remaining: dict[str, Fraction] = {}  # GE-hours still to burn, where a budget counts
         self.by_tenant_flavor: dict[tuple[str, str], list[ActiveAllocation]] = {}
         holders: dict[tuple[str, str], set[str]] = {}
         own: dict[tuple[str, str, str], int] = {}
@@ -131,11 +131,13 @@ class Index:
             ge = self.ge_of(a.flavor, a.amounts)
             self.allocations[a.request_id] = a
             self.alloc_ge[a.request_id] = ge
-            end = self.month_end if a.ends_at is None else min(a.ends_at, self.month_end)
-            remaining = ge * hours(end - self.now)
-            self.alloc_remaining[a.request_id] = remaining
-            for key in self.budget_keys(a.tenant, a.flavor):
-                self.base.committed[key] += remaining
+            keys = self.budget_keys(a.tenant, a.flavor)
+            if keys:  # only budgets need the GE-hours still to burn (exact, so not free to compute)
+                end = self.month_end if a.ends_at is None else min(a.ends_at, self.month_end)
+                remaining = ge * hours(end - self.now)
+                self.alloc_remaining[a.request_id] = remaining
+                for key in keys:
+                    self.base.committed[key] += remaining
             self.by_tenant_flavor.setdefault((a.tenant, a.flavor), []).append(a)
             holders.setdefault((self.tree.nodes[a.tenant].root, a.flavor), set()).add(a.tenant)
             for r, v in a.amounts.items():
