@@ -248,10 +248,10 @@ def main() -> None:
         )
 
         # 3. the admission loop over a backlog: decisions per second of the deciding service itself
-        admitted, left, cohorts, took = manage(env, BACKLOG.format(backlog=args.backlog)).split()[-4:]
+        loop = manage(env, BACKLOG.format(backlog=args.backlog)).split()[-4:]
         print(
-            f"admission loop: {args.backlog} pending in {cohorts} cohorts, {admitted} admitted, "
-            f"{left} still pending, in {float(took):.2f}s = {int(admitted) / float(took):.0f} decisions/s"
+            f"admission loop: {args.backlog} pending in {loop[2]} cohorts, {loop[0]} admitted, "
+            f"{loop[1]} still pending, in {float(loop[3]):.2f}s = {int(loop[0]) / float(loop[3]):.0f} decisions/s"
         )
 
         # 4. 100 concurrent requests against room for N, several rounds
