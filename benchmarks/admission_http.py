@@ -251,7 +251,8 @@ def main() -> None:
         loop = manage(env, BACKLOG.format(backlog=args.backlog)).split()[-4:]
         print(
             f"admission loop: {args.backlog} pending in {loop[2]} cohorts, {loop[0]} admitted, "
-            f"{loop[1]} still pending, in {float(loop[3]):.2f}s = {int(loop[0]) / float(loop[3]):.0f} decisions/s"
+            f"{loop[1]} still pending, in {float(loop[3]):.2f}s "
+            f"= {int(loop[0]) / float(loop[3]):.0f} decisions/s"
         )
 
         # 4. 100 concurrent requests against room for N, several rounds
