@@ -8,6 +8,9 @@ Every tenant-owned queryset in every app derives from TenantOwnedQuerySet, so th
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import reduce
 from operator import or_
@@ -24,10 +27,40 @@ ADMIN_ROLE = "tenant-admin"
 _M = TypeVar("_M", bound=models.Model)
 
 
+# The door is asked several times in one request (the queryset, the serializer, the services): inside
+# `memberships_read_once()`, which the middleware opens around each request, a user's memberships are
+# read once. Writes to memberships and tenant paths call `forget_memberships()`; outside a request
+# (tasks, the shell, tests calling services) nothing is remembered.
+_memo: ContextVar[dict[Any, list[tuple[str, str, uuid.UUID]]] | None] = ContextVar(
+    "scoping_memberships", default=None
+)
+
+
+@contextmanager
+def memberships_read_once() -> Iterator[None]:
+    token = _memo.set({})
+    try:
+        yield
+    finally:
+        _memo.reset(token)
+
+
+def forget_memberships() -> None:
+    memo = _memo.get()
+    if memo is not None:
+        memo.clear()
+
+
 def _memberships(user: Any) -> list[tuple[str, str, uuid.UUID]]:
     """(role, tenant path, tenant id) of the user's memberships in active use."""
+    memo = _memo.get()
+    if memo is not None and user.pk in memo:
+        return memo[user.pk]
     membership = apps.get_model("tenants", "Membership")
-    return list(membership.objects.filter(user=user).values_list("role", "tenant__path", "tenant_id"))
+    rows = list(membership.objects.filter(user=user).values_list("role", "tenant__path", "tenant_id"))
+    if memo is not None:
+        memo[user.pk] = rows
+    return rows
 
 
 @dataclass(frozen=True)

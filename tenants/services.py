@@ -204,6 +204,7 @@ def _move(*, actor: User, tenant: Tenant, new_parent: Tenant | None) -> None:
         path=Concat(Value(new_path), Substr("path", len(old_path) + 1)), depth=F("depth") + depth_delta
     )
     tenant.refresh_from_db(fields=["path", "depth"])
+    scoping.forget_memberships()  # admin paths below the moved tenant changed
     tenant.parent = new_parent
 
 
@@ -224,6 +225,7 @@ def delete_tenant(*, actor: User, tenant_id: uuid.UUID | str) -> None:
         try:
             with transaction.atomic():
                 tenant.delete()
+                scoping.forget_memberships()
         except ProtectedError as exc:
             # Quotas, queues, budgets and capacity requests keep their tenant (PROTECT): history stays.
             raise Conflict(
@@ -245,6 +247,7 @@ def add_membership(*, actor: User, tenant_id: uuid.UUID | str, username: str, ro
         if Membership.objects.filter(tenant=tenant, user=user).exists():
             raise Conflict(f"{username} is already a member of {tenant.slug}.", code="duplicate_membership")
         membership = Membership.objects.create(tenant=tenant, user=user, role=role)
+        scoping.forget_memberships()
         record_event(
             actor=actor,
             action="membership.created",
@@ -280,6 +283,7 @@ def change_membership_role(*, actor: User, membership_id: uuid.UUID | str, role:
         if membership.role != role:
             membership.role = role
             membership.save(update_fields=["role"])
+            scoping.forget_memberships()
             record_event(
                 actor=actor,
                 action="membership.updated",
@@ -301,3 +305,4 @@ def remove_membership(*, actor: User, membership_id: uuid.UUID | str) -> None:
             before=snapshot(membership, MEMBERSHIP_FIELDS),
         )
         membership.delete()
+        scoping.forget_memberships()
