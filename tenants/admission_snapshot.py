@@ -26,7 +26,8 @@ from django.db.models.functions import Cast
 from inventory.selectors import pool_resource_capacity
 from tenants import admission as engine
 from tenants.admission.snapshot import hours
-from tenants.models import Budget, CapacityRequest, Flavor, FlavorHold, PriorityClass, Queue, Quota, Tenant
+from tenants.admission_catalogue import catalogue_of
+from tenants.models import Budget, CapacityRequest, Flavor, FlavorHold, PriorityClass
 from tenants.models.requests import HOLDING, RequestState
 
 MICROS = 1_000_000
@@ -136,17 +137,11 @@ def physical_free(flavors: Iterable[Flavor]) -> dict[str, dict[str, int]]:
 class Names:
     """Engine names back to database ids."""
 
-    tenants: dict[str, uuid.UUID] = field(default_factory=dict)
-    tenant_paths: dict[str, str] = field(default_factory=dict)
     flavors: dict[str, Flavor] = field(default_factory=dict)
     classes: dict[str, PriorityClass] = field(default_factory=dict)
     queues: dict[str, uuid.UUID] = field(default_factory=dict)
     explained: dict[str, Explained] = field(default_factory=dict)  # the live requests read, by id
     unsaved: dict[str, CapacityRequest] = field(default_factory=dict)  # `extra` requests, by id
-
-
-def queue_name(slug: str, queue: str) -> str:
-    return f"{slug}/{queue}"
 
 
 def request_record(
@@ -178,58 +173,13 @@ def build_snapshot(
     ``free`` physical capacity (see `physical_free`; the caller decides when to read it)."""
     names = Names()
     flavor_ids = [f.pk for f in flavors]
-    tenant_rows = list(
-        Tenant.objects.filter(path__startswith=root_path).values_list("id", "parent_id", "slug", "path")
-    )
-    slug_of = {tid: slug for tid, _, slug, _ in tenant_rows}
-    classes = list(PriorityClass.objects.select_related("tenant"))
-    restricted = any(c.tenant_id for c in classes)
-    tenants = []
-    for tid, parent, slug, path in tenant_rows:
-        names.tenants[slug] = tid
-        names.tenant_paths[slug] = path
-        allowed = None
-        if restricted:
-            allowed = frozenset(c.name for c in classes if c.tenant is None or path.startswith(c.tenant.path))
-        tenants.append(
-            engine.Tenant(
-                id=slug, parent=slug_of.get(parent) if parent else None, allowed_priority_classes=allowed
-            )
-        )
-    for c in classes:
-        names.classes[c.name] = c
-    class_name = {c.pk: c.name for c in classes}
+    catalogue = catalogue_of(root_path=root_path, flavors=flavors)
+    slug_of, class_name, queue_of = catalogue.slug_of, catalogue.class_name, catalogue.queue_of
+    names.classes = catalogue.classes
+    names.queues = catalogue.queue_ids
     for f in flavors:
         names.flavors[f.name] = f
     flavor_name = {f.pk: f.name for f in flavors}
-    quotas = [
-        engine.Quota(
-            tenant=slug_of[q.tenant_id],
-            flavor=flavor_name[q.flavor_id],
-            resource=q.resource,
-            nominal=q.nominal,
-            borrowing_limit=q.borrowing_limit,
-            lending_limit=q.lending_limit,
-        )
-        for q in Quota.objects.filter(tenant_id__in=slug_of, flavor_id__in=flavor_ids)
-        if q.resource in names.flavors[flavor_name[q.flavor_id]].resource_names
-    ]
-    queue_of: dict[uuid.UUID, str] = {}
-    queues = []
-    for qid, tid, qname, strategy, weight in Queue.objects.filter(tenant_id__in=slug_of).values_list(
-        "id", "tenant_id", "name", "strategy", "weight"
-    ):
-        name = queue_name(slug_of[tid], qname)
-        queue_of[qid] = name
-        names.queues[name] = qid
-        queues.append(
-            engine.Queue(
-                id=name,
-                tenant=slug_of[tid],
-                strategy=engine.QueueingStrategy(strategy),
-                weight=Fraction(weight),
-            )
-        )
     live = CapacityRequest.objects.filter(
         tenant_id__in=slug_of, flavor_id__in=flavor_ids, state__in=[*HOLDING, RequestState.PENDING]
     ).values_list(*LIVE_FIELDS)
@@ -297,17 +247,17 @@ def build_snapshot(
             )
         )
     month_start, month_end = month_bounds(now)
-    budgets = _budgets(slug_of, flavors, now=now, month_start=month_start, month_end=month_end)
+    budgets = _budgets(
+        catalogue.budget_rows, slug_of, flavors, now=now, month_start=month_start, month_end=month_end
+    )
     snapshot = engine.Snapshot(
         now=now,
         month_end=month_end,
         flavors=tuple(engine_flavor(f) for f in flavors),
-        tenants=tuple(tenants),
-        quotas=tuple(quotas),
-        priority_classes=tuple(
-            engine.PriorityClass(name=c.name, value=c.value, preemptible=c.preemptible) for c in classes
-        ),
-        queues=tuple(queues),
+        tenants=catalogue.tenants,
+        quotas=catalogue.quotas,
+        priority_classes=catalogue.priority_classes,
+        queues=catalogue.queues,
         free=free,
         budgets=budgets,
         active=tuple(active),
@@ -317,6 +267,7 @@ def build_snapshot(
 
 
 def _budgets(
+    rows: tuple[Budget, ...],
     slug_of: dict[uuid.UUID, str],
     flavors: list[Flavor],
     *,
@@ -327,11 +278,6 @@ def _budgets(
     """Budgets of the cohort, with burn to date. A tenant-wide budget also counts, as burned, what
     holders of flavors outside this snapshot will still burn: the engine only sees these flavors."""
     flavor_ids = {f.pk for f in flavors}
-    rows = list(
-        Budget.objects.filter(tenant_id__in=slug_of).filter(
-            Q(flavor__isnull=True) | Q(flavor_id__in=flavor_ids)
-        )
-    )
     if not rows:
         return ()
     burn = burned_ge_hours(tenant_ids=[b.tenant_id for b in rows], now=now, month_start=month_start)
