@@ -151,9 +151,10 @@ def _decide(snapshot: engine.Snapshot, only: str | None) -> Outcome:
     return outcome
 
 
-def persist(*, outcome: Outcome, names: Names, now: datetime) -> None:
+def persist(*, outcome: Outcome, names: Names, now: datetime) -> list[RequestTransition]:
     """Write what the engine decided: admissions, preemptions, and why the rest still wait. The
-    snapshot's unsaved requests are inserted here, already in their decided state."""
+    snapshot's unsaved requests are inserted here, already in their decided state. Returns the
+    transitions written."""
     decisions = outcome.decisions
     victims = {v.request_id: (d, v) for d in decisions.values() if d.admitted for v in d.victims}
     # Rows that change state are read whole (they are few); waiting rows were read by the snapshot.
@@ -168,7 +169,7 @@ def persist(*, outcome: Outcome, names: Names, now: datetime) -> None:
             to_state=RequestState.PENDING,
             reason_code="submitted",
             message=row.reason,
-            actor_id=row.created_by_id,
+            actor=row.created_by,
             at=now,
         )
         for row in names.unsaved.values()
@@ -259,6 +260,7 @@ def persist(*, outcome: Outcome, names: Names, now: datetime) -> None:
             ],
         )
     RequestTransition.objects.bulk_create(transitions)
+    return transitions
 
 
 def _transition(

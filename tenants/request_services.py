@@ -42,6 +42,7 @@ REQUEST_ROLES = {"tenant-admin", "member"}
 class Submitted:
     request: CapacityRequest
     created: bool  # False: an earlier request with the same Idempotency-Key and body
+    transitions: tuple[RequestTransition, ...] = ()  # of a created request, as written
 
 
 def check_idempotency_key(key: str | None) -> str:
@@ -230,7 +231,7 @@ def submit_request(
                 only=str(request.pk),
                 check=refuse_impossible,
             )
-            persist(outcome=outcome, names=names, now=now)  # inserts the request, decided
+            written = persist(outcome=outcome, names=names, now=now)  # inserts the request, decided
             record_event(actor=actor, action="capacity_request.created", obj=request, after=_summary(request))
             _after(outcome)
     except IntegrityError as exc:
@@ -238,7 +239,9 @@ def submit_request(
         raise Conflict(
             "This Idempotency-Key was just used for another request.", code="idempotency_key_reused"
         ) from exc
-    return Submitted(request, created=True)
+    return Submitted(
+        request, created=True, transitions=tuple(t for t in written if t.request_id == request.pk)
+    )
 
 
 def _replay(actor: User, key: str, digest: str) -> CapacityRequest | None:

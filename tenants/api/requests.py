@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
-from django.db.models import Prefetch, prefetch_related_objects
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status
@@ -21,12 +20,24 @@ from tenants.models import CapacityRequest, RequestState, RequestTransition
 MAX_DURATION_SECONDS = 366 * 24 * 3600
 
 
+class TransitionListSerializer(serializers.ListSerializer[Any]):
+    """A request just submitted has its transitions in memory (``transitions_of`` in the context):
+    no read back."""
+
+    def get_attribute(self, instance: Any) -> Any:
+        known = self.context.get("transitions_of", {})
+        if instance.pk in known:
+            return known[instance.pk]
+        return super().get_attribute(instance)
+
+
 class TransitionSerializer(serializers.ModelSerializer[RequestTransition]):
     actor = serializers.CharField(source="actor.username", default=None, read_only=True)
 
     class Meta:
         model = RequestTransition
         fields = ["from_state", "to_state", "reason_code", "message", "actor", "at"]
+        list_serializer_class = TransitionListSerializer
 
 
 class CapacityRequestSerializer(StrictModelSerializer):
@@ -165,15 +176,14 @@ class CapacityRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, S
         )
         if not submitted.created:
             return self._detail(submitted.request)
-        # The new request is in memory, decided, with its tenant, queue, flavor and class: only its
-        # transitions are read back.
+        # The new request is in memory, decided, with its tenant, queue, flavor, class and transitions.
         created = submitted.request
-        prefetch_related_objects(
-            [created], Prefetch("transitions", queryset=RequestTransition.objects.select_related("actor"))
-        )
+        context = {
+            **self.get_serializer_context(),
+            "transitions_of": {created.pk: list(submitted.transitions)},
+        }
         return Response(
-            CapacityRequestSerializer(created, context=self.get_serializer_context()).data,
-            status=status.HTTP_201_CREATED,
+            CapacityRequestSerializer(created, context=context).data, status=status.HTTP_201_CREATED
         )
 
     @extend_schema(request=None, responses=CapacityRequestSerializer)

@@ -26,6 +26,19 @@ def test_a_request_within_nominal_is_admitted_at_once(cast, api, catalog):
     assert [t["to_state"] for t in body["transitions"]] == ["pending", "admitted"]
 
 
+def test_the_answer_to_a_submission_is_what_the_request_reads_back_as(cast, api, catalog):
+    # The 201 is rendered from memory, a later GET from the stored rows: they must agree, for an
+    # admitted request (2 of vision's 4) and a waiting one (7 more: 6 at most are left with nlp's 4).
+    client = api(cast.alice)
+    admitted = post(client, {"tenant": "vision", "flavor": "h100", "amount": 2, "duration_seconds": 3600})
+    waiting = post(client, {"tenant": "vision", "flavor": "h100", "amount": 7})
+    assert (admitted.json()["state"], waiting.json()["state"]) == ("admitted", "pending")
+    for answer in (admitted, waiting):
+        assert answer.status_code == 201
+        assert answer.json() == client.get(f"{URL}{answer.json()['id']}/").json()
+    assert [(t["to_state"], t["actor"]) for t in waiting.json()["transitions"]] == [("pending", "alice")]
+
+
 def test_over_nominal_borrows_from_an_idle_sibling(cast, api, catalog):
     body = post(api(cast.alice), {"tenant": "vision", "flavor": "h100", "amount": 6}).json()
     assert body["state"] == "admitted" and body["reason_code"] == "borrow"
