@@ -24,7 +24,9 @@ def _namespaces(data: dict[str, Any]) -> list[tuple[str, str]] | None:
 
 def _namespaces_by_tenant(tenants: list[Tenant]) -> dict[Any, list[dict[str, str]]]:
     found: dict[Any, list[dict[str, str]]] = {}
-    rows = TenantNamespace.objects.filter(tenant__in=tenants).values_list("tenant_id", "cluster", "namespace")
+    rows = TenantNamespace.objects.filter(tenant_id__any=[t.pk for t in tenants]).values_list(
+        "tenant_id", "cluster", "namespace"
+    )
     for tenant_id, cluster, namespace in rows:
         found.setdefault(tenant_id, []).append({"cluster": cluster, "namespace": namespace})
     return found
