@@ -25,6 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.serving import start_server  # the path above makes the repo importable
+
 REPO = Path(__file__).resolve().parents[1]
 DB = "gpuplatform_bench_admission"
 DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{DB}")
@@ -177,24 +181,12 @@ def main() -> None:
     )
     subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-q", "-c", "ANALYZE", DB], check=True)
     server_log = open(os.environ.get("BENCH_SERVER_LOG", os.devnull), "w")  # noqa: SIM115 - the server's life
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{args.port}", "--noreload"]
-        if args.server == "runserver"
-        else [
-            str(Path(sys.executable).with_name("gunicorn")),
-            "gpuplatform.wsgi",
-            "--bind",
-            f"127.0.0.1:{args.port}",
-            "--workers",
-            str(args.workers),
-            "--threads",
-            str(args.threads),
-            "--backlog",
-            "256",
-        ],
-        cwd=REPO,
+    server = start_server(
+        kind=args.server,
+        port=args.port,
+        workers=args.workers,
+        threads=args.threads,
         env=env,
-        stdout=subprocess.DEVNULL,
         stderr=server_log,
     )
     try:

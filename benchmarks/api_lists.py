@@ -22,6 +22,10 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.serving import start_server  # the path above makes the repo importable
+
 REPO = Path(__file__).resolve().parents[1]
 DATABASE_URL = os.environ.get(
     "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/gpuplatform_bench_api"
@@ -86,23 +90,8 @@ def main() -> None:
         "API_THROTTLE_RATE": "1000000/minute",
         "LOG_LEVEL": "WARNING",
     }
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "runserver", f"127.0.0.1:{args.port}", "--noreload"]
-        if args.server == "runserver"
-        else [
-            str(Path(sys.executable).with_name("gunicorn")),
-            "gpuplatform.wsgi",
-            "--bind",
-            f"127.0.0.1:{args.port}",
-            "--workers",
-            str(args.workers),
-            "--threads",
-            "4",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    server = start_server(
+        kind=args.server, port=args.port, workers=args.workers, threads=4, env=env, stderr=subprocess.DEVNULL
     )
     url = f"http://127.0.0.1:{args.port}/api/v1/tenants/?page_size={args.page_size}"
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
