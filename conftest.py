@@ -6,7 +6,16 @@ modules) also run with ``-p no:django`` and no database.
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings as hypothesis_settings
+
+# Property tests draw the same examples on every run of `make test`, so CI passes or fails on the code,
+# not on the draw; `HYPOTHESIS_PROFILE=explore` searches afresh (and wider) to look for new failures.
+hypothesis_settings.register_profile("repeatable", derandomize=True)
+hypothesis_settings.register_profile("explore", derandomize=False, max_examples=1000)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 DJANGO_FIXTURES = ("tests.fixtures.people", "tests.fixtures.api", "tests.fixtures.django_settings")
 PLAIN_FIXTURES = ("tests.kubesim_fixtures",)

@@ -303,14 +303,21 @@ def test_no_stream_of_requests_ever_over_admits(world):
 @given(worlds())
 def test_a_second_pass_admits_nothing_the_first_could_have(world):
     # Within a pass without evictions usage only grows, so a request that waited would wait again:
-    # a second pass may only admit by preempting (what the first pass admitted is now preemptible).
+    # a second pass may only admit by preempting (what the first pass admitted is now preemptible),
+    # or after a preemption earlier in the same pass freed what it needs (Hypothesis found one: a
+    # reclaim for cores evicted a borrower whose memory then fitted a request that had waited).
     snap, rounds, _ = world
     snap = dataclasses.replace(snap, pending=tuple(r for batch in rounds for r in batch))
     first = schedule(snapshot=snap)
     if any(d.victims for d in first):
         return
     again = schedule(snapshot=advance(snapshot=snap, decisions=first))
-    assert not any(d.admitted and not d.victims for d in again)
+    preempted_before = False
+    for decision in again:  # in decision order
+        if decision.victims:
+            preempted_before = True
+        elif decision.admitted:
+            assert preempted_before, decision
 
 
 @st.composite
