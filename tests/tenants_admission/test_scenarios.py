@@ -9,12 +9,13 @@ import kubernetes
 import pytest
 
 from gpuplatform.audit.models import AuditEvent
+from inventory.kube import KubeError
 from inventory.models import NodePool
 from inventory.services import create_cluster
 from inventory.sync.service import sync_cluster
 from tenants.materialise import QUOTA_NAME, claim_name
 from tenants.models import Budget, CapacityRequest, Flavor, PriorityClass, Queue, Quota
-from tenants.tasks import materialise_request_task, run_admission_loop_task
+from tenants.tasks import materialise_request_task, materialise_requests_task, run_admission_loop_task
 from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.django_db
@@ -154,3 +155,28 @@ def test_release_admits_the_next_pending_in_priority_then_fifo_order(cast, api, 
     assert states == {"urgent": "admitted", "first": "admitted", "second": "pending"}
     materialise_all()
     assert hard_limit(core, "team-vision") == {f"requests.{GPU}": "4"}
+
+
+def test_one_message_materialises_every_request_a_decision_moved_and_a_failure_spares_the_others(
+    cast, api, fleet
+):
+    sim, core, resource, _ = fleet
+    gpus = submit(api(cast.alice), tenant="vision", amount=2)
+    claim = submit(api(cast.alice), tenant="vision", flavor="h100-dra", amount=1)
+    # the API server refuses every write to ResourceQuotas for now
+    refusal = sim.faults.add(
+        "error", verbs=["patch", "create", "update"], resources="resourcequotas", status=503
+    )
+    with pytest.raises(KubeError, match="503"):
+        materialise_requests_task([gpus["id"], claim["id"]])
+    # the claim was applied all the same; the quota request waits for the retry
+    assert CapacityRequest.objects.get(pk=claim["id"]).state == "active"
+    assert CapacityRequest.objects.get(pk=gpus["id"]).state == "admitted"
+    sim.faults.remove(refusal.id)
+    materialise_requests_task([gpus["id"], claim["id"]])  # the retry: the applied one is left as it is
+    assert CapacityRequest.objects.get(pk=gpus["id"]).state == "active"
+    assert hard_limit(core, "team-vision") == {f"requests.{GPU}": "2"}
+    ours = resource.read_namespaced_resource_claim(
+        claim_name(CapacityRequest.objects.get(pk=claim["id"]).pk), "team-vision"
+    )
+    assert ours.metadata.managed_fields[0].manager == "gpuplatform"
