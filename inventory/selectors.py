@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db.models import F, Sum
 
+from gpuplatform.stamped_cache import StampedCache
 from inventory.domain.gpu_equivalent import ge_to_decimal
 from inventory.domain.gpu_models import GpuModel, resolve_gpu_model
 from inventory.fragmentation import WHOLE_GPU, GpuGeometry, PlacedInstance, analyze_pool_fragmentation
@@ -153,6 +154,17 @@ def pool_fragmentation(*, pool: NodePool, demand: list[str] | None = None) -> di
             for model, t in sorted(report.by_model.items())
         },
     }
+
+
+def cached_pool_resource_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, int]]:
+    """`pool_resource_capacity`, cached in this process until a unit or a node's pool or presence
+    changes (migration 0002's stamp): summing a 5,000-node pool's 40,000 units took 18 ms, and
+    admission reads it under a flavor's lock on every decision."""
+    ids = tuple(sorted(set(pool_ids), key=str))
+    return _capacity.get(ids, lambda: pool_resource_capacity(pool_ids=ids))
+
+
+_capacity: StampedCache[dict[uuid.UUID, dict[str, int]]] = StampedCache("inventory_capacity_stamp")
 
 
 def pool_resource_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, int]]:

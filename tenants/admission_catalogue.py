@@ -2,23 +2,19 @@
 queues and budget definitions, read once and reused while nothing in them changed.
 
 Reading them was five queries and about 40 % of a decision over HTTP, yet they change only when an
-operator edits the catalogue. On PostgreSQL a statement trigger on each of their tables (migration
-0004) stamps a single row with a new number from a sequence, in the writer's transaction: a reader
-sees the new number exactly when it can see the new rows, so a catalogue cached under the number it
-was read with can never be served after a change is visible. Sequences never repeat, even when tests
-empty the tables. On SQLite (the demo) there is no stamp, and every snapshot reads afresh.
+operator edits the catalogue. A statement trigger on each of their tables (migration 0004) renews the
+stamp of a `StampedCache` in the writer's transaction; on SQLite (the demo) every snapshot reads afresh.
 """
 
 from __future__ import annotations
 
-import threading
 import uuid
 from dataclasses import dataclass
 from fractions import Fraction
 
-from django.db import connection
 from django.db.models import Q
 
+from gpuplatform.stamped_cache import StampedCache
 from tenants import admission as engine
 from tenants.models import Budget, Flavor, PriorityClass, Queue, Quota, Tenant
 
@@ -45,34 +41,12 @@ def queue_name(slug: str, queue: str) -> str:
 
 def catalogue_of(*, root_path: str, flavors: list[Flavor]) -> Catalogue:
     """The cohort's catalogue for these flavors: from this process's cache while the stamp is
-    unchanged, else read (and cached under the stamp read before reading it)."""
-    stamp = _stamp()
+    unchanged, else read afresh."""
     key = (root_path, tuple(sorted((str(f.pk), tuple(f.resource_names)) for f in flavors)))
-    if stamp is not None:
-        with _lock:
-            hit = _cache.get(key)
-        if hit is not None and hit[0] == stamp:
-            return hit[1]
-    catalogue = _read(root_path=root_path, flavors=flavors)
-    if stamp is not None:
-        with _lock:
-            if len(_cache) > 5_000:
-                _cache.clear()
-            _cache[key] = (stamp, catalogue)
-    return catalogue
+    return _cache.get(key, lambda: _read(root_path=root_path, flavors=flavors))
 
 
-_cache: dict[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], tuple[int, Catalogue]] = {}
-_lock = threading.Lock()
-
-
-def _stamp() -> int | None:
-    if connection.vendor != "postgresql":
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT stamp FROM tenants_catalogue_stamp WHERE id = 1")
-        row = cursor.fetchone()
-    return None if row is None else int(row[0])
+_cache: StampedCache[Catalogue] = StampedCache("tenants_catalogue_stamp")
 
 
 def _read(*, root_path: str, flavors: list[Flavor]) -> Catalogue:

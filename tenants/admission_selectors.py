@@ -9,7 +9,7 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
-from inventory.selectors import pool_resource_capacity
+from inventory.selectors import cached_pool_resource_capacity
 from tenants.admission_snapshot import burned_ge_hours, month_bounds
 from tenants.models import Budget, CapacityRequest, Flavor, Quota
 from tenants.models.requests import HOLDING
@@ -86,7 +86,7 @@ def budget_burn(*, budgets: Any, now: datetime) -> list[dict[str, Any]]:
 def oversubscription() -> list[dict[str, Any]]:
     """Per flavor and resource: the sum of nominal quota against the pool's physical capacity."""
     flavors = list(Flavor.objects.select_related("pool"))
-    capacity = pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id])
+    capacity = cached_pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id])
     nominal: dict[tuple[uuid.UUID, str], int] = defaultdict(int)
     for flavor, resource, value in Quota.objects.values_list("flavor_id", "resource", "nominal"):
         nominal[(flavor, resource)] += value

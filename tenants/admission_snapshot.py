@@ -23,7 +23,7 @@ from django.db.models import BigIntegerField, Q, Sum
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
-from inventory.selectors import pool_resource_capacity
+from inventory.selectors import cached_pool_resource_capacity
 from tenants import admission as engine
 from tenants.admission.snapshot import hours
 from tenants.admission_catalogue import catalogue_of
@@ -124,7 +124,7 @@ def held_by_flavor(flavors: list[Flavor]) -> dict[uuid.UUID, dict[str, int]]:
 def physical_free(flavors: Iterable[Flavor]) -> dict[str, dict[str, int]]:
     """Physical capacity of each flavor's pool minus what admitted requests (all tenants) hold."""
     flavors = list(flavors)
-    capacity = pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id])
+    capacity = cached_pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id])
     held = held_by_flavor(flavors)
     free: dict[str, dict[str, int]] = {}
     for flavor in flavors:
