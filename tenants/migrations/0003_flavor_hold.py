@@ -3,6 +3,8 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
+from gpuplatform.migration_sql import on_postgresql
+
 # Holding states: keep in step with tenants.models.requests.HOLDING.
 TRIGGER = """
 CREATE OR REPLACE FUNCTION tenants_flavor_hold_apply() RETURNS trigger AS $$
@@ -40,14 +42,6 @@ DROP = """
 DROP TRIGGER IF EXISTS tenants_flavor_hold ON tenants_capacityrequest;
 DROP FUNCTION IF EXISTS tenants_flavor_hold_apply();
 """
-
-
-def on_postgresql(sql):
-    def run(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
-            schema_editor.execute(sql)
-
-    return run
 
 
 class Migration(migrations.Migration):

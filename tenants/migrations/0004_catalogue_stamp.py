@@ -3,42 +3,20 @@ budgets) does, in the writer's transaction: see tenants/admission_catalogue.py. 
 
 from django.db import migrations
 
+from gpuplatform.migration_sql import create_stamp, drop_stamp, on_postgresql
+
+STAMP = "tenants_catalogue_stamp"
 TABLES = ("tenants_tenant", "tenants_priorityclass", "tenants_quota", "tenants_queue", "tenants_budget")
 
-CREATE = """
-CREATE SEQUENCE IF NOT EXISTS tenants_catalogue_stamp_seq;
-CREATE TABLE IF NOT EXISTS tenants_catalogue_stamp (id integer PRIMARY KEY CHECK (id = 1), stamp bigint NOT NULL);
-INSERT INTO tenants_catalogue_stamp (id, stamp) VALUES (1, nextval('tenants_catalogue_stamp_seq'))
-ON CONFLICT (id) DO NOTHING;
-
-CREATE OR REPLACE FUNCTION tenants_catalogue_stamp_bump() RETURNS trigger AS $$
-BEGIN
-    INSERT INTO tenants_catalogue_stamp (id, stamp) VALUES (1, nextval('tenants_catalogue_stamp_seq'))
-    ON CONFLICT (id) DO UPDATE SET stamp = EXCLUDED.stamp;
-    RETURN NULL;
-END
-$$ LANGUAGE plpgsql;
-""" + "".join(
+CREATE = create_stamp(STAMP) + "".join(
     f"""
-CREATE TRIGGER tenants_catalogue_stamp AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {table}
-FOR EACH STATEMENT EXECUTE FUNCTION tenants_catalogue_stamp_bump();
+CREATE TRIGGER {STAMP} AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {table}
+FOR EACH STATEMENT EXECUTE FUNCTION {STAMP}_bump();
 """
     for table in TABLES
 )
 
-DROP = "".join(f"DROP TRIGGER IF EXISTS tenants_catalogue_stamp ON {table};\n" for table in TABLES) + """
-DROP FUNCTION IF EXISTS tenants_catalogue_stamp_bump();
-DROP TABLE IF EXISTS tenants_catalogue_stamp;
-DROP SEQUENCE IF EXISTS tenants_catalogue_stamp_seq;
-"""
-
-
-def on_postgresql(sql):
-    def run(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
-            schema_editor.execute(sql)
-
-    return run
+DROP = "".join(f"DROP TRIGGER IF EXISTS {STAMP} ON {table};\n" for table in TABLES) + drop_stamp(STAMP)
 
 
 class Migration(migrations.Migration):
