@@ -20,8 +20,9 @@ import pytest
 from django.contrib.staticfiles.handlers import StaticFilesHandler
 
 from gpuplatform.accounts.tokens import issue_api_token
-from tenants.models import CapacityRequest, Quota
-from tests.tenants_admission.conftest import make_catalog
+from inventory.models import ShareableUnit
+from tenants.models import CapacityRequest, Queue, Quota
+from tests.tenants_admission.conftest import GPU, make_catalog
 from tests.tenants_admission.pooled_server import PooledLiveServerThread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,8 +44,8 @@ def pooled_server(transactional_db: None) -> Iterator[str]:
     thread.terminate()
 
 
-def post_request(url: str, token: str, barrier: threading.Barrier) -> tuple[int, str]:
-    body = json.dumps({"tenant": "vision", "flavor": "h100", "amount": 1}).encode()
+def post_request(url: str, token: str, barrier: threading.Barrier, tenant: str = "vision") -> tuple[int, str]:
+    body = json.dumps({"tenant": tenant, "flavor": "h100", "amount": 1}).encode()
     request = urllib.request.Request(
         url,
         data=body,
@@ -87,5 +88,35 @@ def test_a_hundred_concurrent_http_requests_never_over_admit(cast, pooled_server
         assert CapacityRequest.objects.filter(state="admitted").count() == room
         assert (
             CapacityRequest.objects.filter(state="pending", reason_code="waiting_for_quota").count()
+            == CONCURRENT - room
+        )
+
+
+PHYSICAL_ROUNDS = int(os.environ.get("ADMISSION_TEST_PHYSICAL_ROUNDS", "5"))
+
+
+def test_two_cohorts_racing_for_the_last_gpus_never_over_admit_the_pool(cast, pooled_server):
+    # Quota is plenty in both trees (acme's vision and globex's globex-ml): the pool's physical
+    # capacity binds, and it is shared by both cohorts, so only the flavor lock keeps them apart;
+    # each decides on the capacity it last saw and must check it under that lock.
+    catalog = make_catalog(cast, physical=1000, vision=1000, nlp=0)
+    Queue.objects.create(tenant=cast.globex_ml, name="default")
+    Quota.objects.create(tenant=cast.globex_ml, flavor=catalog.flavor, resource=GPU, nominal=1000)
+    url = f"{pooled_server}/api/v1/capacity-requests/"
+    for round_no in range(PHYSICAL_ROUNDS):
+        token = issue_api_token(actor=cast.pat, name=f"race-{round_no}", scopes=["read", "write"]).plaintext
+        room = 9 + 3 * round_no
+        CapacityRequest.objects.all().delete()
+        ShareableUnit.objects.filter(node__pool=catalog.pool).update(count=room)  # the pool has `room` GPUs
+        barrier = threading.Barrier(CONCURRENT)
+        tenants = ["vision", "globex-ml"] * (CONCURRENT // 2)
+        with ThreadPoolExecutor(max_workers=CONCURRENT) as clients:
+            futures = [clients.submit(post_request, url, token, barrier, tenant) for tenant in tenants]
+            answers = [future.result() for future in futures]
+        assert {status for status, _ in answers} == {201}, [a for a in answers if a[0] != 201][:3]
+        assert [state for _, state in answers].count("admitted") == room, round_no
+        assert CapacityRequest.objects.filter(state="admitted").count() == room
+        assert (
+            CapacityRequest.objects.filter(state="pending", reason_code="no_physical_fit").count()
             == CONCURRENT - room
         )
