@@ -40,6 +40,20 @@ def node(name: str = "gpu-0", *, in_pool: NodePool | None = None) -> Node:
     return found
 
 
+def whole_gpus(node: Node, count: int) -> ShareableUnit:
+    """One device-plugin unit on ``node`` advertising ``count`` whole H100s."""
+    return ShareableUnit.objects.create(
+        cluster=node.cluster,
+        node=node,
+        key=f"node/{node.name}/nvidia.com/gpu",
+        kind="whole_gpu",
+        resource_name="nvidia.com/gpu",
+        count=count,
+        ge_each=Decimal(1),
+        model_key="H100-80GB",
+    )
+
+
 def gpu(*, on: Node | None = None) -> Gpu:
     the_node = on or node()
     found, _ = Gpu.objects.get_or_create(

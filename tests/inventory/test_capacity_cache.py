@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import pytest
 
-from inventory.models import Node, ShareableUnit
+from inventory.models import Node
 from inventory.selectors import cached_pool_resource_capacity
 from tests.inventory import factories as inv
 
 pytestmark = pytest.mark.django_db
 GPU = "nvidia.com/gpu"
-
-
-def units_on(node, count):
-    ShareableUnit.objects.create(
-        cluster=node.cluster,
-        node=node,
-        key=f"node/{node.name}/{GPU}",
-        kind="whole_gpu",
-        resource_name=GPU,
-        count=count,
-        ge_each=Decimal(1),
-        model_key="H100-80GB",
-    )
 
 
 def gpus_in(pool):
@@ -34,7 +19,7 @@ def gpus_in(pool):
 def test_cached_until_capacity_moves(django_assert_num_queries):
     h100, spare = inv.pool("h100"), inv.pool("spare")
     first, second = inv.node("gpu-0", in_pool=h100), inv.node("gpu-1", in_pool=h100)
-    units_on(first, 8)
+    inv.whole_gpus(first, 8)
     assert gpus_in(h100) == 8
     with django_assert_num_queries(1):  # the stamp alone
         assert gpus_in(h100) == 8
@@ -42,7 +27,7 @@ def test_cached_until_capacity_moves(django_assert_num_queries):
     Node.objects.filter(pk=first.pk).update(labels={"team": "vision"})
     with django_assert_num_queries(1):
         assert gpus_in(h100) == 8
-    units_on(second, 4)  # a unit appears
+    inv.whole_gpus(second, 4)  # a unit appears
     assert gpus_in(h100) == 12
     Node.objects.filter(pk=second.pk).update(present=False)  # a node goes
     assert gpus_in(h100) == 8

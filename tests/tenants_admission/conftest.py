@@ -4,12 +4,11 @@ quotas for vision and nlp under research, and a default queue per team."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from inventory.models import Node, NodePool, ShareableUnit
+from inventory.models import Node, NodePool
 from tenants.models import Flavor, PriorityClass, Queue, Quota
 from tests.inventory import factories as inv
 
@@ -33,16 +32,7 @@ def give_capacity(pool: NodePool, units: int) -> None:
     node = Node.objects.create(
         cluster=pool.cluster, pool=pool, name=f"{pool.name}-node", model_key="H100-80GB", gpu_count=units
     )
-    ShareableUnit.objects.create(
-        cluster=pool.cluster,
-        node=node,
-        key=f"node/{node.name}/{GPU}",
-        kind="whole_gpu",
-        resource_name=GPU,
-        count=units,
-        ge_each=Decimal(1),
-        model_key="H100-80GB",
-    )
+    inv.whole_gpus(node, units)
 
 
 def make_catalog(cast: Any, *, physical: int = 16, vision: int = 4, nlp: int = 4) -> Catalog:
