@@ -145,19 +145,29 @@ class Names:
 
 
 def request_record(
-    req: CapacityRequest, *, tenant: str, queue: str, flavor: str, klass: str
+    *,
+    rid: str,
+    tenant: str,
+    queue: str,
+    flavor: str,
+    klass: str,
+    amounts: dict[str, int],
+    created_order: int,
+    duration_seconds: int | None,
+    approval: str,
 ) -> engine.CapacityRequest:
+    """A pending request as the engine sees it, from a stored row's values or an unsaved request's."""
     return engine.CapacityRequest(
-        id=str(req.pk),
+        id=rid,
         tenant=tenant,
         queue=queue,
         flavor=flavor,
-        amounts={r: int(a) for r, a in req.amounts.items()},
+        amounts={r: int(a) for r, a in amounts.items()},
         priority_class=klass,
-        created_order=req.created_order,
-        duration=req.duration,
-        requires_approval=req.approval != "not-required",
-        approved=req.approval == "approved",
+        created_order=created_order,
+        duration=None if duration_seconds is None else timedelta(seconds=duration_seconds),
+        requires_approval=approval != "not-required",
+        approved=approval == "approved",
     )
 
 
@@ -208,17 +218,16 @@ def build_snapshot(
         tenant, flavor = slug_of[tenant_id], flavor_name[flavor_id]
         if state == RequestState.PENDING:
             pending.append(
-                engine.CapacityRequest(
-                    id=rid,
+                request_record(
+                    rid=rid,
                     tenant=tenant,
                     queue=queue_of[queue_id],
                     flavor=flavor,
-                    amounts={r: int(a) for r, a in amounts.items()},
-                    priority_class=class_name[class_id],
+                    klass=class_name[class_id],
+                    amounts=amounts,
                     created_order=created_order,
-                    duration=None if duration_seconds is None else timedelta(seconds=duration_seconds),
-                    requires_approval=approval != "not-required",
-                    approved=approval == "approved",
+                    duration_seconds=duration_seconds,
+                    approval=approval,
                 )
             )
         else:
@@ -239,11 +248,15 @@ def build_snapshot(
         names.explained[rid] = Explained(req.reason_code, req.message, None, None)
         pending.append(
             request_record(
-                req,
+                rid=rid,
                 tenant=slug_of[req.tenant_id],
                 queue=queue_of[req.queue_id],
                 flavor=flavor_name[req.flavor_id],
                 klass=class_name[req.priority_class_id],
+                amounts=req.amounts,
+                created_order=req.created_order,
+                duration_seconds=req.duration_seconds,
+                approval=req.approval,
             )
         )
     month_start, month_end = month_bounds(now)

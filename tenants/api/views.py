@@ -2,39 +2,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from gpuplatform.api.viewsets import ScopedViewSet
-from tenants import scoping, services
+from tenants import scoping, selectors, services
 from tenants.api.filters import MembershipFilter, TenantFilter
 from tenants.api.serializers import MembershipRoleSerializer, MembershipSerializer, TenantSerializer
-from tenants.models import Membership, Tenant, TenantNamespace
+from tenants.models import Membership, Tenant
 
 
 def _namespaces(data: dict[str, Any]) -> list[tuple[str, str]] | None:
     if "namespaces" not in data:
         return None
     return [(item.get("cluster", ""), item["namespace"]) for item in data["namespaces"]]
-
-
-def _namespaces_by_tenant(tenants: list[Tenant]) -> dict[Any, list[dict[str, str]]]:
-    found: dict[Any, list[dict[str, str]]] = {}
-    rows = TenantNamespace.objects.filter(tenant_id__any=[t.pk for t in tenants]).values_list(
-        "tenant_id", "cluster", "namespace"
-    )
-    for tenant_id, cluster, namespace in rows:
-        found.setdefault(tenant_id, []).append({"cluster": cluster, "namespace": namespace})
-    return found
-
-
-def _count_of(related: QuerySet[Any], field: str) -> Coalesce:
-    per_row = related.filter(**{field: OuterRef("pk")}).order_by().values(field).annotate(n=Count("*"))
-    return Coalesce(Subquery(per_row.values("n")), 0)
 
 
 class TenantViewSet(
@@ -49,22 +33,14 @@ class TenantViewSet(
     filterset_class = TenantFilter
 
     def get_queryset(self) -> QuerySet[Tenant]:
-        return (
-            super()
-            .get_queryset()
-            .annotate(
-                # Correlated counts, not JOIN + GROUP BY: the page's COUNT(*) can then leave them out,
-                # and only the page's rows are counted (a GROUP BY over the whole visible tree was
-                # most of the list's time in PostgreSQL).
-                children_count=_count_of(Tenant.objects.all(), "parent"),
-                member_count=_count_of(Membership.objects.all(), "tenant"),
-            )
-            .order_by("path")
-        )
+        return selectors.with_tree_counts(super().get_queryset()).order_by("path")
 
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset())) or []
-        context = {**self.get_serializer_context(), "namespaces_by_tenant": _namespaces_by_tenant(page)}
+        context = {
+            **self.get_serializer_context(),
+            "namespaces_by_tenant": selectors.namespaces_by_tenant(page),
+        }
         return self.get_paginated_response(TenantSerializer(page, many=True, context=context).data)
 
     def get_serializer_context(self) -> dict[str, Any]:
