@@ -25,13 +25,11 @@ class Catalogue:
 
     slug_of: dict[uuid.UUID, str]
     tenants: tuple[engine.Tenant, ...]
-    classes: dict[str, PriorityClass]
     class_name: dict[uuid.UUID, str]
     priority_classes: tuple[engine.PriorityClass, ...]
     quotas: tuple[engine.Quota, ...]
     queues: tuple[engine.Queue, ...]
     queue_of: dict[uuid.UUID, str]
-    queue_ids: dict[str, uuid.UUID]
     budget_rows: tuple[Budget, ...]
 
 
@@ -106,7 +104,6 @@ def _read(*, root_path: str, flavors: list[Flavor]) -> Catalogue:
     return Catalogue(
         slug_of=slug_of,
         tenants=tuple(tenants),
-        classes={c.name: c for c in classes},
         class_name={c.pk: c.name for c in classes},
         priority_classes=tuple(
             engine.PriorityClass(name=c.name, value=c.value, preemptible=c.preemptible) for c in classes
@@ -114,6 +111,5 @@ def _read(*, root_path: str, flavors: list[Flavor]) -> Catalogue:
         quotas=quotas,
         queues=tuple(queues),
         queue_of=queue_of,
-        queue_ids={name: qid for qid, name in queue_of.items()},
         budget_rows=budget_rows,
     )

@@ -27,7 +27,7 @@ from inventory.selectors import cached_pool_resource_capacity
 from tenants import admission as engine
 from tenants.admission.snapshot import hours
 from tenants.admission_catalogue import catalogue_of
-from tenants.models import Budget, CapacityRequest, Flavor, FlavorHold, PriorityClass
+from tenants.models import Budget, CapacityRequest, Flavor, FlavorHold
 from tenants.models.requests import HOLDING, RequestState
 
 MICROS = 1_000_000
@@ -135,11 +135,9 @@ def physical_free(flavors: Iterable[Flavor]) -> dict[str, dict[str, int]]:
 
 @dataclass
 class Names:
-    """Engine names back to database ids."""
+    """What persisting a decision needs of the rows the snapshot read: how each live request explains
+    itself now, and the unsaved requests to insert."""
 
-    flavors: dict[str, Flavor] = field(default_factory=dict)
-    classes: dict[str, PriorityClass] = field(default_factory=dict)
-    queues: dict[str, uuid.UUID] = field(default_factory=dict)
     explained: dict[str, Explained] = field(default_factory=dict)  # the live requests read, by id
     unsaved: dict[str, CapacityRequest] = field(default_factory=dict)  # `extra` requests, by id
 
@@ -185,10 +183,6 @@ def build_snapshot(
     flavor_ids = [f.pk for f in flavors]
     catalogue = catalogue_of(root_path=root_path, flavors=flavors)
     slug_of, class_name, queue_of = catalogue.slug_of, catalogue.class_name, catalogue.queue_of
-    names.classes = catalogue.classes
-    names.queues = catalogue.queue_ids
-    for f in flavors:
-        names.flavors[f.name] = f
     flavor_name = {f.pk: f.name for f in flavors}
     live = CapacityRequest.objects.filter(
         tenant_id__in=slug_of, flavor_id__in=flavor_ids, state__in=[*HOLDING, RequestState.PENDING]
