@@ -34,6 +34,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuplatform.settings")
+# kubesim serves on 127.0.0.1, which the service refuses unless told (as the demo and the suite do).
+os.environ.setdefault("CLUSTER_ALLOW_LOOPBACK", "1")
 
 
 def ensure_database(url: str) -> None:

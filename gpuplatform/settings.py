@@ -262,5 +262,8 @@ LOGGING = {
 GPUPLATFORM_ENCRYPTION_KEY = env("GPUPLATFORM_ENCRYPTION_KEY")
 # Seconds between full resyncs (re-list and reconcile, counting drift) while watching.
 INVENTORY_RESYNC_SECONDS = env_int("INVENTORY_RESYNC_SECONDS", 600)
+# A cluster's API server on a loopback address (and so over plain HTTP) is refused unless this is on:
+# the demo's and the test suite's kubesim serve there; a production control plane never should.
+CLUSTER_ALLOW_LOOPBACK = env_bool("CLUSTER_ALLOW_LOOPBACK", False)
 # Page size of the paginated lists from the Kubernetes API.
 INVENTORY_LIST_PAGE_SIZE = env_int("INVENTORY_LIST_PAGE_SIZE", 500)

@@ -7,17 +7,24 @@ skips model deserialisation, which dominates the cost of listing 150,000 pods, a
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 from urllib3.exceptions import HTTPError, ProtocolError
+
+from inventory.kubeconfig import VettedKubeconfig
 
 __all__ = [
     "FIELD_MANAGER",
@@ -70,17 +77,48 @@ class WatchEvent:
         return str((self.object.get("metadata") or {}).get("resourceVersion") or "")
 
 
-def api_client(*, kubeconfig: str | None, in_cluster: bool = False) -> k8s.ApiClient:
-    """A client from a kubeconfig's text, or from the pod's service account."""
-    configuration = k8s.Configuration()
+def api_client(*, vetted: VettedKubeconfig | None = None, in_cluster: bool = False) -> k8s.ApiClient:
+    """A client from a vetted kubeconfig, or from the pod's service account.
+
+    The Configuration is built here from the vetted fields; the client's kubeconfig loader (which runs
+    exec plugins and reads files) is never used."""
     if in_cluster:
+        configuration = k8s.Configuration()
         k8s_config.load_incluster_config(client_configuration=configuration)
-    else:
-        config_dict = yaml.safe_load(kubeconfig or "")
-        if not isinstance(config_dict, dict):
-            raise KubeError("the kubeconfig is not a YAML mapping")
-        k8s_config.load_kube_config_from_dict(config_dict=config_dict, client_configuration=configuration)
+        return k8s.ApiClient(configuration)
+    if vetted is None:
+        raise KubeError("no credentials for the cluster")
+    configuration = k8s.Configuration(host=vetted.server)
+    if vetted.token:
+        configuration.api_key = {"authorization": vetted.token}
+        configuration.api_key_prefix = {"authorization": "Bearer"}
+    if vetted.ca_data:
+        configuration.ca_cert_data = vetted.ca_data
+    if vetted.client_certificate_data:
+        configuration.cert_file = _private_file(vetted.client_certificate_data, suffix=".crt")
+        configuration.key_file = _private_file(vetted.client_key_data, suffix=".key")
+    if vetted.tls_server_name:
+        configuration.tls_server_name = vetted.tls_server_name
+    configuration.verify_ssl = True
     return k8s.ApiClient(configuration)
+
+
+_PRIVATE_DIR: Path | None = None
+
+
+def _private_file(content: str, *, suffix: str) -> str:
+    """urllib3 reads a client certificate and key only from files: write each once (by content hash)
+    into a directory only this process's user can read, removed at exit."""
+    global _PRIVATE_DIR
+    if _PRIVATE_DIR is None:
+        _PRIVATE_DIR = Path(tempfile.mkdtemp(prefix="gpuplatform-tls-"))
+        atexit.register(shutil.rmtree, _PRIVATE_DIR, True)
+    path = _PRIVATE_DIR / (hashlib.sha256(content.encode()).hexdigest() + suffix)
+    if not path.exists():
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(content)
+    return str(path)
 
 
 def _list_function(api: k8s.ApiClient, kind: str) -> Callable[..., Any]:

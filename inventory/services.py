@@ -14,10 +14,11 @@ from django.db.models import Q
 from django.utils import timezone
 
 from gpuplatform.accounts.models import User
-from gpuplatform.audit.services import record_event, snapshot
+from gpuplatform.audit.services import record_attempt, record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
-from inventory import kube
+from inventory.cluster_access import vet_uploaded
 from inventory.crypto import encrypt_text
+from inventory.kubeconfig import KubeconfigRefused, canonical_yaml
 from inventory.models import Cluster, NodePool
 from tenants.models import Tenant
 
@@ -35,14 +36,23 @@ def _cluster_snapshot(cluster: Cluster) -> dict[str, Any]:
     return {**snapshot(cluster, CLUSTER_FIELDS), "has_kubeconfig": bool(cluster.kubeconfig_encrypted)}
 
 
-def _endpoint_of(kubeconfig: str) -> str:
+def _vetted(kubeconfig: str, *, actor: User, name: str, action: str) -> tuple[str, str]:
+    """(endpoint, canonical kubeconfig) of an upload; a refusal is audited (committed on its own)
+    and raised as a ValidationFailed with the vetting's stable code. Never echoes the upload."""
     try:
-        api = kube.api_client(kubeconfig=kubeconfig)
-    except Exception as exc:  # the client raises a zoo of types for a malformed kubeconfig
+        vetted = vet_uploaded(kubeconfig)
+    except KubeconfigRefused as refused:
+        record_attempt(
+            actor=actor,
+            action=action,
+            object_type="inventory.cluster",
+            object_repr=name,
+            detail={"code": refused.code, "reason": refused.message},
+        )
         raise ValidationFailed(
-            f"The kubeconfig cannot be used: {exc}", code="invalid_kubeconfig", field="kubeconfig"
-        ) from exc
-    return str(api.configuration.host)
+            f"The kubeconfig is refused: {refused.message}.", code=refused.code, field="kubeconfig"
+        ) from None
+    return vetted.server, canonical_yaml(vetted)
 
 
 def create_cluster(
@@ -59,12 +69,14 @@ def create_cluster(
         raise ValidationFailed(
             "Give a kubeconfig or choose in-cluster credentials.", code="no_credentials", field="kubeconfig"
         )
-    endpoint = _endpoint_of(kubeconfig) if kubeconfig else "https://kubernetes.default.svc"
+    endpoint, stored = "https://kubernetes.default.svc", ""
+    if kubeconfig:
+        endpoint, stored = _vetted(kubeconfig, actor=actor, name=name, action="cluster.registration_refused")
     with transaction.atomic():
         cluster = Cluster(
             name=name,
             api_endpoint=endpoint,
-            kubeconfig_encrypted=encrypt_text(kubeconfig),
+            kubeconfig_encrypted=encrypt_text(stored),
             in_cluster=in_cluster,
             **({"pool_label": pool_label} if pool_label else {}),
         )
@@ -89,15 +101,21 @@ def update_cluster(
 ) -> Cluster:
     """Change credentials or the pool label. Locks the cluster row; no event when nothing changed."""
     _require_platform_admin(actor)
+    replacement = None
+    if kubeconfig is not _UNSET and kubeconfig:
+        name = Cluster.objects.filter(pk=cluster_id).values_list("name", flat=True).first()
+        if name is None:
+            raise NotFound("No such cluster.", code="cluster_not_found")
+        replacement = _vetted(kubeconfig, actor=actor, name=name, action="cluster.update_refused")
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().filter(pk=cluster_id).first()
         if cluster is None:
             raise NotFound("No such cluster.", code="cluster_not_found")
         before = _cluster_snapshot(cluster)
         changed_secret = False
-        if kubeconfig is not _UNSET and kubeconfig:
-            cluster.api_endpoint = _endpoint_of(kubeconfig)
-            cluster.kubeconfig_encrypted = encrypt_text(kubeconfig)
+        if replacement is not None:
+            cluster.api_endpoint, stored = replacement
+            cluster.kubeconfig_encrypted = encrypt_text(stored)
             changed_secret = True
         if in_cluster is not _UNSET:
             cluster.in_cluster = in_cluster

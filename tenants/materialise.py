@@ -18,7 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from inventory import kube
-from inventory.crypto import decrypt_text
+from inventory.cluster_access import client_for
 from inventory.models import Cluster
 from tenants.models import CapacityRequest, FlavorKind, RequestTransition, TenantNamespace
 from tenants.models.requests import HOLDING, RequestState
@@ -29,9 +29,7 @@ LABELS = {"app.kubernetes.io/managed-by": "gpuplatform"}
 
 
 def _api(cluster: Cluster) -> Any:
-    return kube.api_client(
-        kubeconfig=decrypt_text(cluster.kubeconfig_encrypted), in_cluster=cluster.in_cluster
-    )
+    return client_for(cluster)
 
 
 def namespace_of(*, tenant_id: uuid.UUID, cluster: Cluster) -> str | None:

@@ -55,3 +55,29 @@ def record_event(
         after=after,
         request_id=current_request_id(),
     )
+
+
+def record_attempt(
+    *,
+    actor: Any,
+    action: str,
+    object_type: str,
+    object_repr: str = "",
+    object_id: str = "",
+    detail: dict[str, Any] | None = None,
+    tenant_id: uuid.UUID | None = None,
+) -> AuditEvent:
+    """Append an event about an attempt that changed nothing (refused, denied, a login), in a
+    transaction of its own: the refusal is what is recorded, so it must outlive the rollback."""
+    with transaction.atomic():
+        return AuditEvent.objects.create(
+            actor=actor if getattr(actor, "pk", None) else None,
+            actor_label=getattr(actor, "username", "") or "anonymous",
+            action=action,
+            object_type=object_type,
+            object_id=object_id,
+            object_repr=object_repr[:200],
+            tenant_id=tenant_id,
+            after=_jsonable(detail) if detail is not None else None,
+            request_id=current_request_id(),
+        )

@@ -13,6 +13,7 @@ import queue
 import random
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from inventory import kube
-from inventory.crypto import decrypt_text
+from inventory.cluster_access import client_for
 from inventory.models import Cluster, SyncKind, SyncState
 from inventory.sync.context import SyncContext
 from inventory.sync.handlers import ListState, apply_deletes, apply_upserts, finish_list, observe_page
@@ -67,9 +68,7 @@ class ClusterSync:
     def __init__(self, cluster: Cluster, *, api: Any = None, page_size: int | None = None) -> None:
         self.cluster = cluster
         self.page_size = page_size or settings.INVENTORY_LIST_PAGE_SIZE
-        self.api = api or kube.api_client(
-            kubeconfig=decrypt_text(cluster.kubeconfig_encrypted), in_cluster=cluster.in_cluster
-        )
+        self.api = api or client_for(cluster)
         self.ctx = SyncContext(cluster=cluster)
         self.versions: dict[str, str] = {}
         self.stop_event = threading.Event()
@@ -137,12 +136,7 @@ class ClusterSync:
         raise AssertionError("unreachable")
 
     def _record_error(self, kind: str, exc: Exception) -> None:
-        log.warning("inventory sync %s/%s: %s", self.cluster.name, kind, exc)
-        SyncState.objects.update_or_create(
-            cluster=self.cluster,
-            kind=kind,
-            defaults={"last_error": str(exc)[:2000], "last_error_at": timezone.now()},
-        )
+        record_sync_failure(cluster=self.cluster, error=exc, kinds=(kind,))
 
     # --- watches ---------------------------------------------------------------------------------
     def _reader(self, kind: str, generation: int, version: str) -> None:
@@ -272,3 +266,15 @@ class ClusterSync:
                     events=F("events") + counts[kind],
                 )
         return relist
+
+
+def record_sync_failure(*, cluster: Cluster, error: Exception, kinds: Sequence[str] | None = None) -> None:
+    """Show a failed list or watch (or refused credentials: every kind) in the cluster's health."""
+    kinds = KIND_ORDER if kinds is None else kinds
+    log.warning("inventory sync %s/%s: %s", cluster.name, ",".join(kinds), error)
+    for kind in kinds:
+        SyncState.objects.update_or_create(
+            cluster=cluster,
+            kind=kind,
+            defaults={"last_error": str(error)[:2000], "last_error_at": timezone.now()},
+        )

@@ -8,9 +8,10 @@ import threading
 import uuid
 from typing import Any
 
+from inventory.kube import KubeError
 from inventory.models import Cluster
 from inventory.services import claim_sync_lease, release_sync_lease
-from inventory.sync.runner import ClusterSync
+from inventory.sync.runner import ClusterSync, record_sync_failure
 
 LEASE_SECONDS = 900
 
@@ -27,7 +28,13 @@ def sync_cluster(*, cluster_id: uuid.UUID | str, api: Any = None) -> dict[str, A
         return {"skipped": "another worker is syncing this cluster"}
     try:
         cluster = Cluster.objects.get(pk=cluster_id)
-        report = ClusterSync(cluster, api=api).full_sync()
+        try:
+            syncer = ClusterSync(cluster, api=api)
+        except KubeError as exc:
+            # Credentials that no longer pass vetting: shown in the cluster's health, never used.
+            record_sync_failure(cluster=cluster, error=exc)
+            return {"error": str(exc)}
+        report = syncer.full_sync()
         return {"changes": report.changes, "objects": report.objects, "drift": report.drift}
     finally:
         release_sync_lease(cluster_id=cluster_id, owner=owner)

@@ -6,6 +6,7 @@ import os
 import threading
 from typing import Any
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
@@ -28,6 +29,8 @@ class Command(BaseCommand):
         parser.add_argument("--nodes", type=int, default=DEMO_NODES, help="Size of the simulated cluster.")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # The demo's cluster is the in-process kubesim on 127.0.0.1, which a production setup refuses.
+        settings.CLUSTER_ALLOW_LOOPBACK = True
         call_command("migrate", verbosity=0, interactive=False)
         credentials = seed_demo_organisation()
         # An in-process simulated cluster (mixed scenario: exclusive, MIG, time-slicing, MPS, HAMi, DRA),
