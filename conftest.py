@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import redis
 from hypothesis import settings as hypothesis_settings
 
 # Property tests draw the same examples on every run of `make test`, so CI passes or fails on the code,
@@ -27,3 +28,13 @@ def pytest_configure(config: pytest.Config) -> None:
         names += DJANGO_FIXTURES
     for name in names:
         config.pluginmanager.import_plugin(name)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Empty the test Redis once per run (in the controller, before any worker starts): rate-limit
+    counters and Celery messages of an earlier run must not leak into this one, whose database ids
+    start again from the same sequences."""
+    url = os.environ.get("REDIS_URL", "")
+    if not url or hasattr(session.config, "workerinput"):
+        return
+    redis.Redis.from_url(url).flushdb()

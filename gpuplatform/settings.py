@@ -7,6 +7,7 @@ files, not variables). Defaults are the embedded demo: SQLite, no Redis, in-proc
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -76,6 +77,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",
+    "csp",
     "gpuplatform",
     "gpuplatform.accounts",
     "gpuplatform.audit",
@@ -88,6 +91,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "gpuplatform.request_id.RequestIdMiddleware",
+    "gpuplatform.api.address_guard.AddressGuardMiddleware",
     "tenants.middleware.MembershipsReadOnceMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -96,7 +100,43 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
+
+AUTHENTICATION_BACKENDS = [
+    # django-axes first: it refuses a locked-out username or address before a password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Logins: locked after LOGIN_FAILURE_LIMIT failures per address and, separately, per username, for
+# LOGIN_COOLOFF_MINUTES; a success resets the count.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+
+# Content-Security-Policy on every page: scripts and styles from our own origin only (vendored, no
+# CDN), no inline scripts. Inline style attributes stay allowed: bars and swatches are sized by them,
+# and Swagger UI and ReDoc set them too.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "worker-src": ["'self'", "blob:"],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 ROOT_URLCONF = "gpuplatform.urls"
 WSGI_APPLICATION = "gpuplatform.wsgi.application"
@@ -193,6 +233,11 @@ WHITENOISE_AUTOREFRESH = DEBUG
 API_PAGE_SIZE = env_int("API_PAGE_SIZE", 50)
 API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 500)
 API_TOKEN_LAST_USED_RESOLUTION_SECONDS = 60
+API_TOKEN_DEFAULT_DAYS = env_int("API_TOKEN_DEFAULT_DAYS", 90)
+API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32)
+# Per client address, API answers of 401 (bad or missing credentials) before every call from that
+# address answers 429 for the rest of the window: token guessing is slowed before authentication.
+API_ANON_THROTTLE_RATE = env("API_ANON_THROTTLE_RATE", "120/minute")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -204,11 +249,18 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "gpuplatform.api.pagination.PagePagination",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_THROTTLE_CLASSES": ["gpuplatform.api.throttling.TokenRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"token": env("API_THROTTLE_RATE", "1200/minute")},
+    "DEFAULT_THROTTLE_CLASSES": [
+        "gpuplatform.api.throttling.TokenRateThrottle",
+        "gpuplatform.api.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "token": env("API_THROTTLE_RATE", "1200/minute"),
+        # All of one user's tokens and sessions together: a second token is not a fresh allowance.
+        "user": env("API_USER_THROTTLE_RATE", "3600/minute"),
+    },
     "EXCEPTION_HANDLER": "gpuplatform.api.problems.problem_exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["gpuplatform.api.parsers.LimitedJSONParser"],
     "PAGE_SIZE": API_PAGE_SIZE,
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }

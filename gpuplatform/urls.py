@@ -3,11 +3,12 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from gpuplatform import health
 from gpuplatform.accounts import views as account_views
 from gpuplatform.accounts.api import ApiTokenViewSet, MeView
+from gpuplatform.accounts.forms import LoginForm
 from gpuplatform.api.urls import ApiRouter
 from gpuplatform.audit import views as audit_views
 from gpuplatform.audit.api import AuditEventViewSet
@@ -57,9 +58,14 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("api/v1/", include((api_v1, "api"), namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    # The split view serves its start-up script as a file: no inline script under the CSP.
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True, authentication_form=LoginForm),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("", ui_views.overview, name="overview"),
@@ -87,3 +93,6 @@ urlpatterns = [
     path("queues/requests/<uuid:request_id>/<str:verdict>/", queue_views.decide, name="queues-decide"),
     path("<slug:section>/", ui_views.section_placeholder, name="section"),
 ]
+
+handler404 = "gpuplatform.ui.errors.not_found"
+handler500 = "gpuplatform.ui.errors.server_error"

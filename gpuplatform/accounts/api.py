@@ -15,7 +15,7 @@ from gpuplatform.accounts.models import ApiToken, TokenScope, User
 from gpuplatform.accounts.tokens import issue_api_token, revoke_api_token
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from gpuplatform.api.viewsets import ScopedViewSet
-from gpuplatform.errors import ValidationFailed
+from gpuplatform.errors import Forbidden, ValidationFailed
 
 
 class ApiTokenSerializer(StrictModelSerializer):
@@ -79,7 +79,12 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         data = serializer.validated_data
         owner = None
         if "user" in data:
-            owner = User.objects.filter(username=data["user"]["username"]).first()
+            # Only a platform-admin may name another user, so only a platform-admin learns whether
+            # a username exists; everyone else gets the same refusal either way.
+            username = data["user"]["username"]
+            if not self.actor.is_platform_admin and username != self.actor.username:
+                raise Forbidden("Tokens can only be created for yourself.")
+            owner = User.objects.filter(username=username).first()
             if owner is None:
                 raise ValidationFailed("No such user.", code="unknown_user", field="user")
         issued = issue_api_token(
@@ -88,6 +93,7 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
             name=data["name"],
             scopes=data["scopes"],
             expires_at=data.get("expires_at"),
+            via_token=request.auth if isinstance(request.auth, ApiToken) else None,
         )
         body = dict(IssuedTokenSerializer(issued.token).data)
         body["token"] = issued.plaintext

@@ -49,9 +49,12 @@ def issue_api_token(
     scopes: Sequence[str],
     expires_at: datetime | None = None,
     owner: User | None = None,
+    via_token: ApiToken | None = None,
 ) -> IssuedToken:
     """Create a token for ``owner`` (default: the actor). Only a platform-admin may issue one for a
-    service account; nobody issues one for another person. Writes an audit event."""
+    service account; nobody issues one for another person. Every token expires: by default after
+    ``API_TOKEN_DEFAULT_DAYS``, at most 366 days ahead, and a token minted by a token (``via_token``)
+    never outlives the token that minted it nor holds a scope it lacks. Writes an audit event."""
     owner = owner or actor
     if owner.pk != actor.pk and not (actor.is_platform_admin and owner.is_service_account):
         raise Forbidden(
@@ -63,11 +66,28 @@ def issue_api_token(
     if TokenScope.WRITE in clean_scopes and TokenScope.READ not in clean_scopes:
         clean_scopes = sorted([*clean_scopes, TokenScope.READ])
     now = timezone.now()
-    if expires_at is not None:
-        if expires_at <= now:
-            raise ValidationFailed("expires_at must be in the future", field="expires_at")
-        if expires_at > now + MAX_TOKEN_LIFETIME:
-            raise ValidationFailed("expires_at may be at most 366 days ahead", field="expires_at")
+    explicit_expiry = expires_at is not None
+    if expires_at is None:
+        expires_at = now + timedelta(days=settings.API_TOKEN_DEFAULT_DAYS)
+    if expires_at <= now:
+        raise ValidationFailed("expires_at must be in the future", field="expires_at")
+    if expires_at > now + MAX_TOKEN_LIFETIME:
+        raise ValidationFailed("expires_at may be at most 366 days ahead", field="expires_at")
+    if via_token is not None:
+        # Authority flows down: a stolen token cannot renew itself into a longer-lived or wider one.
+        if not set(clean_scopes) <= set(via_token.scopes):
+            raise Forbidden(
+                "A token cannot mint a token with scopes it does not hold.", code="scope_escalation"
+            )
+        if via_token.expires_at is None:
+            raise Forbidden("A token without an expiry cannot mint tokens.", code="scope_escalation")
+        if explicit_expiry and expires_at > via_token.expires_at:
+            raise ValidationFailed(
+                "expires_at may not be later than the expiry of the token used to create it",
+                code="outlives_minting_token",
+                field="expires_at",
+            )
+        expires_at = min(expires_at, via_token.expires_at)
     key_id = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
     with transaction.atomic():
@@ -84,7 +104,10 @@ def issue_api_token(
             expires_at=expires_at,
             created_by=actor,
         )
-        record_event(actor=actor, action="api_token.created", obj=token, after=snapshot(token, TOKEN_FIELDS))
+        after = {**snapshot(token, TOKEN_FIELDS), "key_id": key_id}
+        if via_token is not None:
+            after["minted_by_key_id"] = via_token.key_id
+        record_event(actor=actor, action="api_token.created", obj=token, after=after)
     return IssuedToken(token=token, plaintext=f"{TOKEN_PREFIX}_{key_id}_{secret}")
 
 

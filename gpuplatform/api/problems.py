@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import IntegrityError
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from rest_framework import exceptions, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from gpuplatform.api.denials import record_denial
 from gpuplatform.errors import DomainError
 from gpuplatform.request_id import current_request_id
 
@@ -105,6 +108,14 @@ def problem_response(
 
 
 def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    response = _problem_for(exc, context)
+    request = context.get("request")
+    if response is not None and response.status_code in (401, 403) and isinstance(request, Request):
+        record_denial(request, status_code=response.status_code, code=str(response.data.get("code", "")))
+    return response
+
+
+def _problem_for(exc: Exception, context: dict[str, Any]) -> Response | None:
     request = context.get("request")
     instance = request.path if request is not None else ""
     if isinstance(exc, DomainError):
@@ -192,3 +203,29 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         headers=headers,
         instance=instance,
     )
+
+
+def plain_problem_response(
+    *,
+    status_code: int,
+    code: str,
+    title: str,
+    detail: str,
+    headers: dict[str, str] | None = None,
+    instance: str = "",
+) -> HttpResponse:
+    """A problem+json answer outside DRF (middleware, Django's 404 and 500 handlers)."""
+    body: dict[str, Any] = {
+        "type": PROBLEM_TYPE_BASE + code,
+        "title": title,
+        "status": status_code,
+        "detail": detail,
+        "code": code,
+        "request_id": current_request_id(),
+    }
+    if instance:
+        body["instance"] = instance
+    response = HttpResponse(json.dumps(body), status=status_code, content_type=PROBLEM_CONTENT_TYPE)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response

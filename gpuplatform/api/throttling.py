@@ -1,4 +1,5 @@
-"""Rate limit per API token (per user for sessions, per address for anonymous callers)."""
+"""Rate limits per API token (per user for sessions, per address for anonymous callers), and per user
+across all of that user's tokens and sessions."""
 
 from __future__ import annotations
 
@@ -21,3 +22,12 @@ class TokenRateThrottle(SimpleRateThrottle):
         else:
             ident = f"addr:{self.get_ident(request)}"
         return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+class UserRateThrottle(SimpleRateThrottle):
+    scope = "user"
+
+    def get_cache_key(self, request: Request, view: Any) -> str | None:
+        if request.user and request.user.is_authenticated:
+            return self.cache_format % {"scope": self.scope, "ident": f"user:{request.user.pk}"}
+        return None  # anonymous callers are limited per address (TokenRateThrottle, AddressGuardMiddleware)

@@ -57,6 +57,20 @@ def record_event(
     )
 
 
+# Events about attempts that changed nothing: refusals, denials, logins. Kept apart from changes so
+# the log can be read either way, and so "a refused request changes nothing" stays checkable.
+ATTEMPT_ACTIONS = frozenset(
+    {
+        "access.denied",
+        "api_token.rejected",
+        "auth.login",
+        "auth.login_failed",
+        "cluster.registration_refused",
+        "cluster.update_refused",
+    }
+)
+
+
 def record_attempt(
     *,
     actor: Any,
@@ -69,6 +83,8 @@ def record_attempt(
 ) -> AuditEvent:
     """Append an event about an attempt that changed nothing (refused, denied, a login), in a
     transaction of its own: the refusal is what is recorded, so it must outlive the rollback."""
+    if action not in ATTEMPT_ACTIONS:
+        raise ValueError(f"{action!r} is not an attempt action (see ATTEMPT_ACTIONS)")
     with transaction.atomic():
         return AuditEvent.objects.create(
             actor=actor if getattr(actor, "pk", None) else None,

@@ -138,7 +138,7 @@ def test_a_live_token_name_is_unique_per_user(cast, api):
 
 def test_throttling_per_token(cast, monkeypatch):
     # DRF copies the configured rates onto the class at import; lower them for this test only.
-    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"token": "3/minute"})
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"token": "3/minute", "user": "1000/minute"})
     one = bearer(issue_api_token(actor=cast.alice, name="t1", scopes=["read"]).plaintext)
     other = bearer(issue_api_token(actor=cast.alice, name="t2", scopes=["read"]).plaintext)
     assert [one.get("/api/v1/me/").status_code for _ in range(3)] == [200, 200, 200]

@@ -1,0 +1,59 @@
+"""Per-address throttling of calls that fail authentication, checked before authentication runs.
+
+DRF authenticates before it throttles, so a caller guessing tokens gets 401 after 401 and is never
+slowed by the per-token or per-user limits (it has neither). This middleware counts, per client
+address, the API answers that were 401 and, past ``API_ANON_THROTTLE_RATE`` in the window, answers
+every API call from that address with 429 until the window ends, without looking at the credentials.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+
+from gpuplatform.api.addresses import client_address
+from gpuplatform.api.problems import plain_problem_response
+
+PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_rate(rate: str) -> tuple[int, int]:
+    """'120/minute' -> (120, 60): DRF's notation, so operators write every limit the same way."""
+    count, _, period = rate.partition("/")
+    return int(count), PERIODS[period[:1]]
+
+
+class AddressGuardMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path.startswith("/api/"):
+            return self.get_response(request)
+        limit, period = parse_rate(settings.API_ANON_THROTTLE_RATE)
+        window = int(time.time()) // period
+        key = f"address-guard:{client_address(request)}:{window}"
+        failures = cache.get(key, 0)
+        if failures >= limit:
+            retry_after = period - int(time.time()) % period
+            return plain_problem_response(
+                status_code=429,
+                code="rate_limited",
+                title="Too many requests",
+                detail="Too many unauthenticated calls from this address; retry later.",
+                headers={"Retry-After": str(retry_after)},
+                instance=request.path,
+            )
+        response = self.get_response(request)
+        if response.status_code == 401:
+            if cache.add(key, 1, timeout=period + 1):
+                return response
+            try:
+                cache.incr(key)
+            except ValueError:  # expired between add and incr
+                cache.add(key, 1, timeout=period + 1)
+        return response
