@@ -53,9 +53,7 @@ class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
 
     def usable(self) -> ApiTokenQuerySet:
         now = timezone.now()
-        return self.filter(revoked_at__isnull=True).filter(
-            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
-        )
+        return self.filter(revoked_at__isnull=True).filter(models.Q(expires_at__gt=now))
 
 
 class ApiToken(models.Model):
@@ -73,7 +71,7 @@ class ApiToken(models.Model):
     scopes = models.JSONField(default=list)
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(User, on_delete=models.SET_NULL, null=True, related_name="+")
-    expires_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(help_text="Every token expires (at most 366 days after it is made).")
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 

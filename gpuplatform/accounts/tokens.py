@@ -79,8 +79,6 @@ def issue_api_token(
             raise Forbidden(
                 "A token cannot mint a token with scopes it does not hold.", code="scope_escalation"
             )
-        if via_token.expires_at is None:
-            raise Forbidden("A token without an expiry cannot mint tokens.", code="scope_escalation")
         if explicit_expiry and expires_at > via_token.expires_at:
             raise ValidationFailed(
                 "expires_at may not be later than the expiry of the token used to create it",
@@ -147,7 +145,7 @@ def authenticate_token(plaintext: str) -> ApiToken:
     now = timezone.now()
     if token.revoked_at is not None:
         raise TokenInvalid("token_revoked", "The bearer token has been revoked.")
-    if token.expires_at is not None and token.expires_at <= now:
+    if token.expires_at <= now:
         raise TokenInvalid("token_expired", "The bearer token has expired.")
     if not token.user.is_active:
         raise TokenInvalid("user_inactive", "The token's user is deactivated.")

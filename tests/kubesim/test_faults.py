@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -52,17 +53,27 @@ def test_throttle_fault_answers_429_with_retry_after(kubesim):
 
 
 def test_latency_fault_delays_matching_calls(kubesim):
+    # Ordering, not wall-clock bounds: a call the fault does not match finishes while a matching one
+    # is still held, and the matching one takes at least the fault's delay.
     core = client.CoreV1Api(kubesim.api_client())
-    kubesim.faults.add("latency", verbs="list", resources="namespaces", seconds=0.3)
+    fault = kubesim.faults.add("latency", verbs="list", resources="namespaces", seconds=3.0)
+    finished = threading.Event()
+    elapsed: list[float] = []
 
-    started = time.monotonic()
-    core.list_namespace()
-    slow = time.monotonic() - started
-    started = time.monotonic()
+    def slow_call() -> None:
+        started = time.monotonic()
+        core.list_namespace()
+        elapsed.append(time.monotonic() - started)
+        finished.set()
+
+    slow = threading.Thread(target=slow_call)
+    slow.start()
     core.list_namespaced_pod("default")
-    fast = time.monotonic() - started
+    held_while_fast_answered = not finished.is_set()
+    slow.join()
 
-    assert slow >= 0.3 and fast < 0.3
+    assert held_while_fast_answered
+    assert fault.fired == 1 and elapsed[0] >= 3.0
 
 
 def test_rate_zero_never_fires(kubesim):

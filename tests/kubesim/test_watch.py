@@ -177,6 +177,11 @@ def test_watch_times_out_when_asked(kube_api_client):
     core = client.CoreV1Api(kube_api_client)
     started = time.monotonic()
 
-    list(watch.Watch().stream(core.list_namespaced_pod, "default", resource_version="1", timeout_seconds=1))
+    events = list(
+        watch.Watch().stream(core.list_namespaced_pod, "default", resource_version="1", timeout_seconds=1)
+    )
 
-    assert 0.9 <= time.monotonic() - started < 3
+    # The stream ended by itself (no upper wall-clock bound: a loaded machine is slow, not wrong),
+    # and not before the server's timeout.
+    assert events == []
+    assert time.monotonic() - started >= 1.0
