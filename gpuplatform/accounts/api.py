@@ -40,6 +40,9 @@ class ApiTokenSerializer(StrictModelSerializer):
             "last_used_at",
         ]
         read_only_fields = ["id", "key_id", "created_at", "last_used_at"]
+        extra_kwargs = {
+            "expires_at": {"required": False, "help_text": "Default: API_TOKEN_DEFAULT_DAYS from now."}
+        }
 
 
 class IssuedTokenSerializer(ApiTokenSerializer):
