@@ -104,9 +104,9 @@ def count_single_strategy_cards(
     per_card = profile.max_instances
     layout = "mig.config layout" if mig_config == f"all-{profile.name}" else "MIG profile table"
     issues: list[ParseIssue] = []
-    from_advertised = None
+    from_advertised: int | None = None
     if advertised is not None:
-        devices, rest = divmod(advertised, replicas)
+        served, rest = divmod(advertised, replicas)
         if rest:
             issues.append(
                 warning(
@@ -115,8 +115,8 @@ def count_single_strategy_cards(
                     source="allocatable",
                 )
             )
-            devices += 1
-        from_advertised = devices
+            served += 1
+        from_advertised = served
     devices = from_advertised if from_advertised is not None else devices_label
     if devices_label is not None and from_advertised is not None and devices_label != from_advertised:
         issues.append(
