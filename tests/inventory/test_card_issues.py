@@ -51,12 +51,14 @@ def test_whole_and_mig_over_the_same_cards_count_once_and_are_flagged(
 
     # the pool (by product label) holds the one 8-card H100 exclusive node and these 2: 10 cards;
     # it advertises 8 + 2 whole GPUs + 14 x 1/7 = 12 GE, 2 GE more than there is
-    (row,) = pool_model_capacity(pool_ids=[node.pool_id])[node.pool_id]
+    pool = node.pool_id
+    assert pool is not None
+    (row,) = pool_model_capacity(pool_ids=[pool])[pool]
     held = row.allocated_ge
     assert (row.cards, row.physical_ge - held) == (10, row.free_ge)
     assert row.advertised_ge == Decimal(8) + 2 + Decimal("0.142857") * 14
     # free units on the overlap node: 2 whole GPUs and 14 x 1g.10gb, each within its 2 cards
-    free = pool_resource_free(pool_ids=[node.pool_id])[node.pool_id]
+    free = pool_resource_free(pool_ids=[pool])[pool]
     assert free["nvidia.com/mig-1g.10gb"] == 14
 
     browser = Client()
