@@ -35,6 +35,7 @@ def test_open_allocations_close_and_reopen_for_the_new_tenant_at_the_change(cast
     reopened = Allocation.objects.get(holder_uid=running.holder_uid, ended_at__isnull=True)
     assert (reopened.tenant_id, reopened.started_at, reopened.ge) == (cast.nlp.pk, moved_at, running.ge)
     # held from 5 hours ago: 3 hours for vision before the move, nlp's from then on
+    assert running.ended_at is not None
     assert running.ended_at - running.started_at == timedelta(hours=3)
     finished.refresh_from_db()
     assert (finished.tenant_id, finished.end_reason) == (cast.vision.pk, "")
