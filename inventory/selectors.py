@@ -1,71 +1,23 @@
-"""Reads over the inventory that are more than a filter: pool capacity and fragmentation input."""
+"""Reads over the inventory that are more than a filter: fragmentation input and flavors' unit counts.
+Pool capacity (physical, advertised, allocated, free) is inventory/capacity.py."""
 
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from django.db.models import F, Sum
 
 from gpuplatform.stamped_cache import StampedCache
+from inventory.capacity import pool_model_capacity
 from inventory.domain.gpu_equivalent import ge_to_decimal
 from inventory.domain.gpu_models import GpuModel, resolve_gpu_model
 from inventory.fragmentation import WHOLE_GPU, GpuGeometry, PlacedInstance, analyze_pool_fragmentation
 from inventory.fragmentation.geometry import occupancy_of, placeable_starts
 from inventory.models import Allocation, Gpu, NodePool, ShareableUnit
-
-
-@dataclass(frozen=True, slots=True)
-class KindCapacity:
-    kind: str
-    model_key: str
-    units: int
-    capacity_ge: Decimal
-    allocated_ge: Decimal
-
-    @property
-    def free_ge(self) -> Decimal:
-        return max(self.capacity_ge - self.allocated_ge, Decimal(0))
-
-
-def pool_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[KindCapacity]]:
-    """Capacity, allocated and free GE per (unit kind, GPU model) of each pool: two queries in all."""
-    ids = list(pool_ids)
-    capacity: dict[tuple[uuid.UUID, str, str], list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
-    units = ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True).values_list(
-        "node__pool_id", "kind", "model_key", "count", "ge_each"
-    )
-    for pool, kind, model, count, ge in units:
-        entry = capacity[(pool, kind, model)]
-        entry[0] += count
-        entry[1] += ge * count
-    held = (
-        Allocation.objects.filter(pool_id__in=ids, ended_at__isnull=True)
-        .values("pool_id", "unit__kind", "model_key", "resource_name")
-        .annotate(ge=Sum("ge"))
-    )
-    allocated: dict[tuple[uuid.UUID, str], Decimal] = defaultdict(Decimal)
-    kinds_by_pool_model: dict[tuple[uuid.UUID, str], list[str]] = defaultdict(list)
-    for pool, kind, model in capacity:
-        kinds_by_pool_model[(pool, model)].append(kind)
-    for row in held:
-        # Device-plugin allocations do not name their unit: attribute them to the pool's kind for
-        # that model (a pool has one sharing mode per model in practice).
-        kind = row["unit__kind"] or next(
-            iter(kinds_by_pool_model.get((row["pool_id"], row["model_key"]), [""]))
-        )
-        allocated[(row["pool_id"], f"{kind}|{row['model_key']}")] += row["ge"] or Decimal(0)
-    result: dict[uuid.UUID, list[KindCapacity]] = {pool: [] for pool in ids}
-    for (pool, kind, model), (unit_count, total) in sorted(
-        capacity.items(), key=lambda kv: (kv[0][1], kv[0][2])
-    ):
-        used = allocated.get((pool, f"{kind}|{model}"), Decimal(0))
-        result[pool].append(KindCapacity(kind, model, int(unit_count), total, min(used, total)))
-    return result
 
 
 def _layout(model: GpuModel, profiles: list[str]) -> tuple[PlacedInstance, ...]:
@@ -140,19 +92,27 @@ def pool_fragmentation(*, pool: NodePool, demand: list[str] | None = None) -> di
     offered = {i.profile for gpus in geometries.values() for g in gpus for i in g.instances}
     wanted = demand or [WHOLE_GPU, *sorted(offered)]
     report = analyze_pool_fragmentation(pool_name=pool.name, nodes=geometries, demand=wanted)
+    # Free GE is the pool's one truth (inventory/capacity.py); the geometry only says how much of it
+    # the demanded profiles can use, so usable + stranded = free whatever the layouts sum to.
+    capacity = {row.model_key: row for row in pool_model_capacity(pool_ids=[pool.pk])[pool.pk]}
+    by_model = {}
+    for model in sorted(set(capacity) | set(report.by_model)):
+        row = capacity.get(model)
+        free = row.free_ge if row else Decimal(0)
+        totals = report.by_model.get(model)
+        usable = min(ge_to_decimal(totals.usable_ge), free) if totals else Decimal(0)
+        by_model[model] = {
+            "cards": row.cards if row else 0,
+            "free_ge": str(free),
+            "usable_ge": str(usable),
+            "stranded_ge": str(free - usable),
+        }
     return {
         "demand": wanted,
         "node_count": report.node_count,
         "gpu_count": report.gpu_count,
         "stranded_gpu_count": report.stranded_gpu_count,
-        "by_model": {
-            model: {
-                "free_ge": str(ge_to_decimal(t.free_ge)),
-                "usable_ge": str(ge_to_decimal(t.usable_ge)),
-                "stranded_ge": str(ge_to_decimal(t.stranded_ge)),
-            }
-            for model, t in sorted(report.by_model.items())
-        },
+        "by_model": by_model,
     }
 
 

@@ -6,7 +6,7 @@ Rows the sync derives from the cluster (nodes, units, allocations) are written b
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -19,10 +19,11 @@ from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from inventory.cluster_access import vet_uploaded
 from inventory.crypto import encrypt_text
 from inventory.kubeconfig import KubeconfigRefused, canonical_yaml
-from inventory.models import Cluster, NodePool
+from inventory.models import Allocation, Cluster, NodePool
 from tenants.models import Tenant
 
 CLUSTER_FIELDS = ("name", "api_endpoint", "in_cluster", "pool_label")
+NAMESPACE_MOVED = "namespace_moved"  # Allocation.end_reason of an interval split by reattribute_namespace
 _UNSET: Any = object()
 
 
@@ -177,3 +178,53 @@ def claim_sync_lease(*, cluster_id: uuid.UUID | str, owner: str, seconds: int) -
 def release_sync_lease(*, cluster_id: uuid.UUID | str, owner: str) -> None:
     """Give the lease back (only if still ours)."""
     Cluster.objects.filter(pk=cluster_id, lease_owner=owner).update(lease_owner="", lease_until=None)
+
+
+def reattribute_namespace(
+    *, cluster_name: str, namespace: str, tenant_id: uuid.UUID | None, at: datetime
+) -> int:
+    """A namespace moved to another tenant (or to none): its open allocations on the clusters the
+    mapping covers (``cluster_name`` "" = every cluster) end at ``at`` and reopen for the new owner
+    from ``at``, so usage splits at the moment of the change, not at the next resync. Locks the open
+    rows; idempotent (rows already held for that tenant are left alone). Returns the rows reopened.
+
+    Called by tenants when namespace ownership changes (tenants/services.py), in its transaction."""
+    with transaction.atomic():
+        rows = Allocation.objects.select_for_update().filter(namespace=namespace, ended_at__isnull=True)
+        if cluster_name:
+            rows = rows.filter(cluster__name=cluster_name)
+        moving = [
+            row
+            for row in rows.exclude(tenant_id=tenant_id).order_by("pk")
+            if tenant_id is not None or row.tenant_id is not None
+        ]
+        for row in moving:
+            row.ended_at = max(at, row.started_at)
+            row.end_reason = NAMESPACE_MOVED
+        Allocation.objects.bulk_update(moving, ["ended_at", "end_reason"])
+        reopened = [
+            Allocation(
+                cluster_id=row.cluster_id,
+                tenant_id=tenant_id,
+                namespace=row.namespace,
+                holder_kind=row.holder_kind,
+                holder_name=row.holder_name,
+                holder_uid=row.holder_uid,
+                unit_key=row.unit_key,
+                resource_name=row.resource_name,
+                count=row.count,
+                ge=row.ge,
+                model_key=row.model_key,
+                details={**row.details, "reattributed_from": str(row.pk)},
+                node_name=row.node_name,
+                node_id=row.node_id,
+                pool_id=row.pool_id,
+                gpu_id=row.gpu_id,
+                unit_id=row.unit_id,
+                claim_id=row.claim_id,
+                started_at=row.ended_at,
+            )
+            for row in moving
+        ]
+        Allocation.objects.bulk_create(reopened)
+    return len(reopened)

@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404, render
 from gpuplatform.ui.auth import current_user
 from inventory import selectors
 from inventory.api.filters import AllocationFilter
+from inventory.capacity import pool_model_capacity
 from inventory.models import Allocation, Cluster, Node, NodePool, ParseIssueCount
 from inventory.node_layout import node_layout, tenant_colour
 
@@ -32,10 +33,11 @@ def clusters(request: HttpRequest) -> HttpResponse:
         .annotate(node_count=Count("nodes", filter=Q(nodes__present=True)))
         .order_by("cluster__name", "name")
     )
-    capacity = selectors.pool_capacity(pool_ids=[p.pk for p in pools])
+    capacity = pool_model_capacity(pool_ids=[p.pk for p in pools])
     for pool in pools:
         rows = capacity.get(pool.pk, [])
-        pool.capacity_ge = sum((r.capacity_ge for r in rows), start=Decimal(0))
+        pool.cards = sum(r.cards for r in rows)
+        pool.advertised_ge = sum((r.advertised_ge for r in rows), start=Decimal(0))
         pool.free_ge = sum((r.free_ge for r in rows), start=Decimal(0))
     issues = ParseIssueCount.objects.visible_to(user).select_related("cluster").order_by("-count")[:20]
     return render(
@@ -49,10 +51,10 @@ def pool_detail(request: HttpRequest, pool_id: str) -> HttpResponse:
     pool = get_object_or_404(
         NodePool.objects.visible_to(user).select_related("cluster", "tenant"), pk=pool_id
     )
-    capacity = selectors.pool_capacity(pool_ids=[pool.pk])[pool.pk]
+    capacity = pool_model_capacity(pool_ids=[pool.pk])[pool.pk]
     nodes = Node.objects.visible_to(user).filter(pool=pool, present=True).order_by("name")
     chart = {
-        "labels": [f"{r.kind} {r.model_key}" for r in capacity],
+        "labels": [r.model_key for r in capacity],
         "allocated": [float(r.allocated_ge) for r in capacity],
         "free": [float(r.free_ge) for r in capacity],
     }

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
+from inventory.capacity import ModelCapacity
 from inventory.models import Allocation, Cluster, Gpu, Node, NodePool, ResourceClaim, SyncState
 from tenants.models import dns_label
 
@@ -72,13 +75,65 @@ class ClusterUpdateSerializer(StrictSerializer):
     pool_label = serializers.CharField(required=False, max_length=253)
 
 
-class CapacitySerializer(StrictSerializer):
+def _ge() -> serializers.DecimalField:
+    return serializers.DecimalField(max_digits=14, decimal_places=6)
+
+
+class KindUnitsSerializer(StrictSerializer):
     kind = serializers.CharField()
-    model_key = serializers.CharField()
     units = serializers.IntegerField()
-    capacity_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
-    allocated_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
-    free_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
+    ge = _ge()
+
+
+class PhysicalCapacitySerializer(StrictSerializer):
+    """Cards: 1 GE each, whatever their partitioning."""
+
+    cards = serializers.IntegerField()
+    capacity_ge = _ge()
+    allocated_ge = _ge()
+    free_ge = _ge()
+
+
+class AdvertisedCapacitySerializer(StrictSerializer):
+    """The units the nodes offer and their GE, which can sum above or below the cards."""
+
+    units = serializers.IntegerField()
+    capacity_ge = _ge()
+    allocated_ge = _ge()
+    free_ge = _ge()
+    kinds = KindUnitsSerializer(many=True)
+
+
+class CapacitySerializer(StrictSerializer):
+    """One GPU model of a pool, physical and advertised side by side (inventory/capacity.py)."""
+
+    model_key = serializers.CharField()
+    physical = PhysicalCapacitySerializer()
+    advertised = AdvertisedCapacitySerializer()
+
+
+def capacity_rows(rows: list[ModelCapacity]) -> list[dict[str, Any]]:
+    return [
+        CapacitySerializer(
+            {
+                "model_key": row.model_key,
+                "physical": {
+                    "cards": row.cards,
+                    "capacity_ge": row.physical_ge,
+                    "allocated_ge": row.allocated_ge,
+                    "free_ge": row.free_ge,
+                },
+                "advertised": {
+                    "units": row.advertised_units,
+                    "capacity_ge": row.advertised_ge,
+                    "allocated_ge": row.advertised_allocated_ge,
+                    "free_ge": row.advertised_free_ge,
+                    "kinds": row.kinds,
+                },
+            }
+        ).data
+        for row in rows
+    ]
 
 
 class NodePoolSerializer(StrictModelSerializer):
@@ -93,12 +148,13 @@ class NodePoolSerializer(StrictModelSerializer):
         fields = ["id", "cluster", "name", "tenant", "tenant_id", "node_count", "capacity"]
         read_only_fields = ["id", "name"]
 
+    @extend_schema_field(CapacitySerializer(many=True))
     def get_capacity(self, pool: NodePool) -> list[dict[str, Any]]:
-        rows = self.context.get("capacity", {}).get(pool.pk, [])
-        return [CapacitySerializer(row).data for row in rows]
+        return capacity_rows(self.context.get("capacity", {}).get(pool.pk, []))
 
 
 class ModelFragmentationSerializer(StrictSerializer):
+    cards = serializers.IntegerField()
     free_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
     usable_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
     stranded_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
@@ -121,6 +177,12 @@ class NodeSerializer(serializers.ModelSerializer[Node]):
     cluster = serializers.CharField(source="cluster.name")
     pool = serializers.UUIDField(source="pool_id")
     pool_name = serializers.CharField(source="pool.name", default=None)
+    # Physical (cards, 1 GE each) beside what the node advertises on them.
+    physical_ge = serializers.IntegerField(source="gpu_count", read_only=True)
+    advertised_units = serializers.IntegerField(read_only=True, default=0)
+    advertised_ge = serializers.DecimalField(
+        max_digits=14, decimal_places=6, read_only=True, default=Decimal(0)
+    )
 
     class Meta:
         model = Node
@@ -144,6 +206,12 @@ class NodeSerializer(serializers.ModelSerializer[Node]):
             "sharing_strategy",
             "replicas",
             "gpu_count",
+            "card_basis",
+            "card_source",
+            "physical_ge",
+            "advertised_units",
+            "advertised_ge",
+            "parse_issues",
             "present",
             "gone_at",
             "updated_at",

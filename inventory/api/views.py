@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status
 from rest_framework.request import Request
@@ -22,6 +22,7 @@ from inventory.api.serializers import (
     NodeSerializer,
     ResourceClaimSerializer,
 )
+from inventory.capacity import pool_model_capacity
 from inventory.models import Allocation, Cluster, Gpu, Node, NodePool, ResourceClaim
 
 ReadOnly = (mixins.ListModelMixin, mixins.RetrieveModelMixin)
@@ -78,7 +79,8 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
 
 
 class NodePoolViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
-    """Node pools with capacity, allocated and free GE per unit kind. Tenants see shared pools and
+    """Node pools with, per GPU model, physical capacity (cards) and advertised capacity (units and
+    their GE) side by side, each with allocated and free GE. Tenants see shared pools and
     those dedicated to them; platform-admins dedicate a pool with PATCH {"tenant_id": ...}."""
 
     queryset = NodePool.objects.select_related("cluster", "tenant")
@@ -97,12 +99,12 @@ class NodePoolViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
     def paginate_queryset(self, queryset: Any) -> Any:
         page = super().paginate_queryset(queryset)
         # One capacity query for the whole page, not one per pool.
-        self._capacity = selectors.pool_capacity(pool_ids=[p.pk for p in page or []])
+        self._capacity = pool_model_capacity(pool_ids=[p.pk for p in page or []])
         return page
 
     def retrieve(self, request: Request, pk: str) -> Response:
         pool = self.get_object()
-        self._capacity = selectors.pool_capacity(pool_ids=[pool.pk])
+        self._capacity = pool_model_capacity(pool_ids=[pool.pk])
         return Response(self.get_serializer(pool).data)
 
     @extend_schema(request=NodePoolSerializer, responses=NodePoolSerializer)
@@ -117,9 +119,12 @@ class NodePoolViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
 
 
 class NodeViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
-    """Nodes (platform roles only)."""
+    """Nodes (platform roles only), with their cards (physical GE) beside the units they advertise."""
 
-    queryset = Node.objects.select_related("cluster", "pool")
+    queryset = Node.objects.select_related("cluster", "pool").annotate(
+        advertised_units=Sum("units__count", filter=Q(units__counted=True)),
+        advertised_ge=Sum(F("units__ge_each") * F("units__count"), filter=Q(units__counted=True)),
+    )
     serializer_class = NodeSerializer
     filterset_class = filters.NodeFilter
 

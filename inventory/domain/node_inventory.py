@@ -20,12 +20,20 @@ from fractions import Fraction
 from typing import Any
 
 from gpuplatform.quantity import QuantityError, parse_quantity
+from inventory.domain.cards import (
+    CardBasis,
+    CardCount,
+    count_mixed_cards,
+    count_single_strategy_cards,
+    mig_device_counts,
+)
 from inventory.domain.gpu_models import (
     GpuModel,
     ProductLabel,
     infer_model_from_profiles,
     parse_product_label,
     resolve_gpu_model,
+    resolve_mig_profile,
 )
 from inventory.domain.hami_node import (
     HAMI_NVIDIA_REGISTER_KEY,
@@ -33,7 +41,9 @@ from inventory.domain.hami_node import (
     parse_hami_node_register,
 )
 from inventory.domain.issues import ParseIssue, shorten, warning
+from inventory.domain.mig_profiles import parse_profile_name
 from inventory.domain.node_units import (
+    GPU_RESOURCE,
     MIG_LABEL_RE,
     MIG_RESOURCE_RE,
     SHARED_GPU_RESOURCE,
@@ -46,6 +56,7 @@ from inventory.domain.raw_fields import as_int, as_map, as_str, dig
 from inventory.domain.shareable_units import ShareableUnitGroup
 
 __all__ = [
+    "CardBasis",
     "MigDeviceLabels",
     "MigStrategy",
     "NodeGpuInventory",
@@ -60,7 +71,9 @@ class NodeGpuInventory:
     node_name: str
     model: GpuModel
     product_label: str | None
-    physical_gpu_count: int | None  # None when it cannot be told (single strategy, custom config)
+    physical_gpu_count: int | None  # cards; None when nothing says (labels cut short, unknown profile)
+    card_basis: CardBasis  # reported by the cluster, or inferred from device counts (cards.py)
+    card_source: str  # what the count was read or worked out from, for the node page
     gpu_memory_mib: int | None  # one whole card
     mig_capable: bool | None
     mig_strategy: MigStrategy
@@ -170,10 +183,18 @@ def parse_node_gpu_inventory(
     mig_devices = _mig_devices(
         reader, mig_strategy=mig_strategy, product_profile=product.mig_profile_name if product else None
     )
-    physical = _physical_count(
-        reader, mig_strategy=mig_strategy, model=model, mig_devices=mig_devices, hami=hami
-    )
     advertised = allocatable_map or capacity_map
+    card_count = _card_count(
+        reader,
+        mig_strategy=mig_strategy,
+        model=model,
+        mig_devices=mig_devices,
+        hami=hami,
+        advertised=advertised,
+        replicas=replicas,
+    )
+    reader.issues.extend(card_count.issues)
+    physical = card_count.cards
     builder = NodeUnitBuilder(
         issues=reader.issues,
         model=model,
@@ -191,6 +212,8 @@ def parse_node_gpu_inventory(
         model=model,
         product_label=product_value,
         physical_gpu_count=physical,
+        card_basis=card_count.basis,
+        card_source=card_count.source,
         gpu_memory_mib=card_memory,
         mig_capable=(mig_capable_label == "true")
         if mig_capable_label
@@ -292,32 +315,54 @@ def _mig_devices(
     )
 
 
-def _physical_count(
+def _card_count(
     reader: _Reader,
     *,
     mig_strategy: MigStrategy,
     model: GpuModel,
     mig_devices: tuple[MigDeviceLabels, ...],
     hami: HamiNodeRegistration | None,
-) -> int | None:
+    advertised: Mapping[str, Decimal],
+    replicas: int,
+) -> CardCount:
     if hami is not None and hami.devices:
-        return len(hami.devices)
+        # HAMi advertises nvidia.com/gpu = cards x split count; its register lists the cards.
+        return CardCount(len(hami.devices), CardBasis.REPORTED, f"annotation {HAMI_NVIDIA_REGISTER_KEY}")
     count = reader.number("nvidia.com/gpu.count")
-    if mig_strategy is not MigStrategy.SINGLE or not mig_devices:
-        return count
-    # Single strategy: gpu.count counts MIG devices. An "all-<profile>" mig-parted config creates the
-    # profile's maximum on every card, which gives the card count back; anything else cannot be told.
-    device = mig_devices[0]
-    profile = model.mig_profile(device.profile)
-    if profile and reader.text("nvidia.com/mig.config") == f"all-{device.profile}" and device.count:
-        cards, rest = divmod(device.count, profile.max_instances)
-        if rest == 0:
-            return cards
-    reader.issues.append(
-        warning(
-            "gfd.physical_count_unknown",
-            f"{device.count} MIG devices under the single strategy; card count not derivable",
-            source="label nvidia.com/gpu.count",
+    gpu_resources = [name for name in (GPU_RESOURCE, SHARED_GPU_RESOURCE) if advertised.get(name)]
+    gpu_advertised = int(sum((advertised[name] for name in gpu_resources), Decimal(0)))
+    if mig_strategy is MigStrategy.SINGLE and mig_devices:
+        device = mig_devices[0]
+        profile, _ = resolve_mig_profile(model=model, name=device.profile)
+        return count_single_strategy_cards(
+            profile=profile,
+            profile_name=device.profile,
+            devices_label=count,
+            advertised=gpu_advertised if gpu_resources else None,
+            replicas=replicas,
+            mig_config=reader.text("nvidia.com/mig.config"),
         )
+    replicas_by_profile = {d.profile: d.replicas for d in mig_devices}
+    instances: dict[str, int] = {}
+    for name, amount in advertised.items():
+        if (match := MIG_RESOURCE_RE.match(name)) and int(amount) > 0:
+            per = replicas_by_profile.get(match["profile"], replicas if match["shared"] else 1)
+            instances[match["profile"]] = instances.get(match["profile"], 0) + int(amount) // max(per, 1)
+    if not advertised:
+        instances = {d.profile: d.count for d in mig_devices}
+    whole = gpu_advertised // max(replicas, 1)
+    if count is not None and mig_strategy is MigStrategy.NONE:
+        return CardCount(count, CardBasis.REPORTED, "label nvidia.com/gpu.count")
+    known = mig_device_counts(model=model, instances_by_profile=instances)
+    unplaced = 0
+    for name, n in instances.items():
+        parsed = parse_profile_name(name)
+        if parsed is not None and resolve_mig_profile(model=model, name=name)[0] is None:
+            unplaced += parsed.compute_slices * n
+    return count_mixed_cards(
+        model=model,
+        count_label=count,
+        whole_advertised=whole,
+        mig=known,
+        unplaced_compute_slices=unplaced,
     )
-    return None

@@ -64,7 +64,13 @@ class Node(models.Model):
     mig_strategy = models.CharField(max_length=16, blank=True)
     sharing_strategy = models.CharField(max_length=32, blank=True)
     replicas = models.PositiveIntegerField(default=1)
-    gpu_count = models.PositiveIntegerField(default=0)
+    gpu_count = models.PositiveIntegerField(default=0)  # physical cards (inventory/domain/cards.py)
+    # "reported" (the cluster said), "inferred" (worked out from MIG device counts) or "unknown"
+    card_basis = models.CharField(max_length=16, blank=True)
+    card_source = models.CharField(max_length=200, blank=True)
+    # This node's parse issues as last read ({severity, code, message, source}); the cluster's
+    # ParseIssueCount only keeps the last object per code, the node page needs its own.
+    parse_issues = models.JSONField(default=list, blank=True)
     present = models.BooleanField(default=True)
     gone_at = models.DateTimeField(null=True, blank=True)
     content_hash = models.CharField(max_length=64, blank=True, editable=False)

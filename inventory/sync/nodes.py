@@ -66,6 +66,9 @@ NODE_FIELDS = [
     "sharing_strategy",
     "replicas",
     "gpu_count",
+    "card_basis",
+    "card_source",
+    "parse_issues",
     "pool_id",
     "present",
     "gone_at",
@@ -155,6 +158,12 @@ def _prepare_node(
         "sharing_strategy": str(inventory.sharing_strategy),
         "replicas": inventory.replicas,
         "gpu_count": inventory.physical_gpu_count or 0,
+        "card_basis": str(inventory.card_basis) if inventory.has_gpus or inventory.physical_gpu_count else "",
+        "card_source": inventory.card_source[:200],
+        "parse_issues": [
+            {"severity": str(i.severity), "code": i.code, "message": i.message, "source": i.source}
+            for i in inventory.issues
+        ],
         "pool_id": ctx.pool_id(str(pool_name or NO_POOL)),
         "present": True,
         "gone_at": None,

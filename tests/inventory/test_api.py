@@ -132,12 +132,20 @@ def test_tenants_see_shared_pools_and_their_dedicated_ones_with_free_capacity(ca
     shared_row = next(row for row in body["results"] if row["id"] == str(shared.pk))
     assert shared_row["capacity"] == [
         {
-            "kind": "whole_gpu",
             "model_key": "H100-80GB",
-            "units": 1,
-            "capacity_ge": "1.000000",
-            "allocated_ge": "0.000000",
-            "free_ge": "1.000000",
+            "physical": {
+                "cards": 1,
+                "capacity_ge": "1.000000",
+                "allocated_ge": "0.000000",
+                "free_ge": "1.000000",
+            },
+            "advertised": {
+                "units": 1,
+                "capacity_ge": "1.000000",
+                "allocated_ge": "0.000000",
+                "free_ge": "1.000000",
+                "kinds": [{"kind": "whole_gpu", "units": 1, "ge": "1.000000"}],
+            },
         }
     ]
     assert api(cast.charlie).get("/api/v1/node-pools/").json()["results"] == []

@@ -5,6 +5,7 @@ from fractions import Fraction
 import pytest
 
 from inventory.domain.node_inventory import (
+    CardBasis,
     MigStrategy,
     SharingStrategy,
     parse_node_gpu_inventory,
@@ -79,14 +80,14 @@ def test_a100_single_strategy_states_before_and_after_mig():
     assert not rebooting.has_gpus
 
 
-def test_relabelled_single_node_without_count_says_card_count_unknown():
+def test_relabelled_single_node_counts_cards_from_what_it_advertises_and_flags_the_stale_label():
     states = realworld.json_file("node-gfd-a100-mig-single.labels.json")
     labels = {**states["after_all_1g_5gb_success"], **states["after_relabel_all_3g_20gb_partial"]}
     inventory = parse_node_gpu_inventory(labels=labels, capacity={"nvidia.com/gpu": "2"})
     assert _units(inventory) == [(UnitKind.MIG_INSTANCE, "nvidia.com/gpu", 2, Fraction(1, 2), "3g.20gb")]
-    # gpu.count is still the stale 7 here; 7 is not a multiple of 2 per card: said, not guessed
-    assert inventory.physical_gpu_count is None
-    assert "gfd.physical_count_unknown" in {issue.code for issue in inventory.issues}
+    # gpu.count is still the stale 7 (of 1g.5gb); the plugin serves 2 x 3g.20gb, 2 per A100: 1 card
+    assert (inventory.physical_gpu_count, inventory.card_basis) == (1, CardBasis.INFERRED)
+    assert [issue.code for issue in inventory.issues] == ["cards.counts_disagree"]
 
 
 def test_cocalc_mixed_node_with_only_allocatable():

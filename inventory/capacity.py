@@ -1,0 +1,213 @@
+"""One truth for a pool's capacity (DESIGN §3, "Physical capacity is cards"): physical, advertised,
+allocated and free, per pool and GPU model. The pool page, the node-pools API, fragmentation and (after
+the move to quotas/) flavor capacity and oversubscription read these figures and nothing else.
+
+Two sides, side by side:
+  physical   = cards (1 GE each, Gpu rows). Allocated is, node by node, the GE its open allocations
+               hold capped at its cards: units sharing a card can sum above it (4g.40gb + 3g.40gb =
+               15/14) and device-plugin allocations do not say which card, so the node is the
+               denominator, as in the card-hour split (inventory/domain/card_hours.py).
+  advertised = the units the nodes offer, and their GE (can be above or below the cards).
+On both sides allocated + free = capacity, exactly (Decimal at the GE column's 6 places).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db.models import Count, F, Sum
+
+from gpuplatform.stamped_cache import StampedCache
+from inventory.models import Allocation, Gpu, ShareableUnit
+
+__all__ = [
+    "KindUnits",
+    "ModelCapacity",
+    "cached_pool_card_capacity",
+    "pool_card_capacity",
+    "pool_model_capacity",
+    "pool_resource_free",
+]
+
+ZERO = Decimal(0)
+
+
+@dataclass(frozen=True, slots=True)
+class KindUnits:
+    kind: str
+    units: int
+    ge: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCapacity:
+    model_key: str
+    cards: int
+    allocated_ge: Decimal  # of the cards
+    advertised_units: int
+    advertised_ge: Decimal
+    advertised_allocated_ge: Decimal
+    kinds: tuple[KindUnits, ...]
+
+    @property
+    def physical_ge(self) -> Decimal:
+        return Decimal(self.cards)
+
+    @property
+    def free_ge(self) -> Decimal:
+        return self.physical_ge - self.allocated_ge
+
+    @property
+    def advertised_free_ge(self) -> Decimal:
+        return self.advertised_ge - self.advertised_allocated_ge
+
+
+@dataclass(slots=True)
+class _NodeModel:
+    cards: int = 0
+    units: int = 0
+    ge: Decimal = ZERO
+    held: Decimal = ZERO
+
+
+def pool_model_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[ModelCapacity]]:
+    """Physical and advertised capacity, allocated and free, per GPU model of each pool (sorted by
+    model). Three grouped queries whatever the number of pools and nodes; reads only present nodes
+    and counted units (a DRA pool counts once its generation is complete)."""
+    ids = list(pool_ids)
+    per_node: dict[tuple[uuid.UUID, uuid.UUID, str], _NodeModel] = defaultdict(_NodeModel)
+    kinds: dict[tuple[uuid.UUID, str, str], list[Decimal]] = defaultdict(lambda: [ZERO, ZERO])
+    for pool, node, model, cards in (
+        Gpu.objects.filter(node__pool_id__in=ids, node__present=True)
+        .values("node__pool_id", "node_id", "model_key")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("node__pool_id", "node_id", "model_key", "n")
+    ):
+        per_node[(pool, node, model)].cards += cards
+    for pool, node, model, kind, units, ge in (
+        ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True)
+        .values("node__pool_id", "node_id", "model_key", "kind")
+        .annotate(units=Sum("count"), ge=Sum(F("ge_each") * F("count")))
+        .order_by()
+        .values_list("node__pool_id", "node_id", "model_key", "kind", "units", "ge")
+    ):
+        entry = per_node[(pool, node, model)]
+        entry.units += units
+        entry.ge += ge
+        by_kind = kinds[(pool, model, kind)]
+        by_kind[0] += units
+        by_kind[1] += ge
+    for pool, node, model, ge in (
+        Allocation.objects.filter(pool_id__in=ids, ended_at__isnull=True, node__present=True)
+        .values("pool_id", "node_id", "model_key")
+        .annotate(ge=Sum("ge"))
+        .order_by()
+        .values_list("pool_id", "node_id", "model_key", "ge")
+    ):
+        if (pool, node, model) in per_node:  # a holder of a unit the node no longer offers holds nothing
+            per_node[(pool, node, model)].held += ge or ZERO
+    totals: dict[tuple[uuid.UUID, str], list[Decimal]] = defaultdict(lambda: [ZERO] * 5)  # cards, ...
+    for (pool, _node, model), entry in per_node.items():
+        total = totals[(pool, model)]
+        total[0] += entry.cards
+        total[1] += min(entry.held, Decimal(entry.cards))
+        total[2] += entry.units
+        total[3] += entry.ge
+        total[4] += min(entry.held, entry.ge)
+    result: dict[uuid.UUID, list[ModelCapacity]] = {pool: [] for pool in ids}
+    for (pool, model), (card_total, allocated, unit_total, ge, advertised_allocated) in sorted(
+        totals.items(), key=lambda item: item[0][1]
+    ):
+        result[pool].append(
+            ModelCapacity(
+                model_key=model,
+                cards=int(card_total),
+                allocated_ge=allocated,
+                advertised_units=int(unit_total),
+                advertised_ge=ge,
+                advertised_allocated_ge=advertised_allocated,
+                kinds=tuple(
+                    KindUnits(kind, int(n), kind_ge)
+                    for (p, m, kind), (n, kind_ge) in sorted(kinds.items())
+                    if p == pool and m == model
+                ),
+            )
+        )
+    return result
+
+
+def pool_card_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, int]]:
+    """Physical cards per pool and GPU model: what oversubscription compares quota with."""
+    ids = list(pool_ids)
+    result: dict[uuid.UUID, dict[str, int]] = {pool: {} for pool in ids}
+    for pool, model, cards in (
+        Gpu.objects.filter(node__pool_id__in=ids, node__present=True)
+        .values("node__pool_id", "model_key")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("node__pool_id", "model_key", "n")
+    ):
+        result[pool][model] = cards
+    return result
+
+
+def cached_pool_card_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, int]]:
+    """`pool_card_capacity`, cached in this process until a card, a unit or a node's pool or
+    presence changes (the stamp of migrations 0002 and 0003): admission may read it under a lock."""
+    ids = tuple(sorted(set(pool_ids), key=str))
+    return _cards.get(ids, lambda: pool_card_capacity(pool_ids=ids))
+
+
+_cards: StampedCache[dict[uuid.UUID, dict[str, int]]] = StampedCache("inventory_capacity_stamp")
+
+
+def pool_resource_free(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, int]]:
+    """Free units per pool and extended resource (native units), never above what is advertised nor
+    what the cards hold: on each node, min(advertised - held units, physical free GE / GE of a unit).
+
+    A node advertising 2 whole GPUs and 14 x 1g.10gb over 2 cards, with one 1g.10gb held, has
+    2 - 1/7 free GE: 1 whole GPU (not 2) and 13 x 1g.10gb free. Flavor free capacity reads this."""
+    ids = list(pool_ids)
+    cards: dict[uuid.UUID, int] = defaultdict(int)
+    for node, n in (
+        Gpu.objects.filter(node__pool_id__in=ids, node__present=True)
+        .values("node_id")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("node_id", "n")
+    ):
+        cards[node] = n
+    offered: dict[tuple[uuid.UUID, uuid.UUID, str], list[Decimal]] = defaultdict(lambda: [ZERO, ZERO])
+    for pool, node, resource, units, ge in (
+        ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True)
+        .values("node__pool_id", "node_id", "resource_name")
+        .annotate(units=Sum("count"), ge=Sum(F("ge_each") * F("count")))
+        .order_by()
+        .values_list("node__pool_id", "node_id", "resource_name", "units", "ge")
+    ):
+        offered[(pool, node, resource)] = [Decimal(units), ge]
+    held_units: dict[tuple[uuid.UUID, str], int] = defaultdict(int)
+    held_ge: dict[uuid.UUID, Decimal] = defaultdict(Decimal)
+    for node, resource, count, ge in (
+        Allocation.objects.filter(pool_id__in=ids, ended_at__isnull=True, node__present=True)
+        .values("node_id", "resource_name")
+        .annotate(n=Sum("count"), ge=Sum("ge"))
+        .order_by()
+        .values_list("node_id", "resource_name", "n", "ge")
+    ):
+        held_units[(node, resource)] += count or 0
+        held_ge[node] += ge or ZERO
+    result: dict[uuid.UUID, dict[str, int]] = {pool: defaultdict(int) for pool in ids}
+    for (pool, node, resource), (units, ge) in offered.items():
+        free_units = int(units) - held_units[(node, resource)]
+        free_ge = max(Decimal(cards[node]) - held_ge[node], ZERO)
+        each = ge / units if units else ZERO
+        # Each GE is rounded to 6 places: 2 / 0.142857 is 14.00001, and 13.99999 must not lose a unit.
+        fits = int(free_ge / each + Decimal("0.0001")) if each > 0 else free_units
+        result[pool][resource] += max(min(free_units, fits), 0)
+    return {pool: dict(per) for pool, per in result.items()}
