@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tenants.admission import (  # the path above makes the repo importable
+from quotas.admission import (  # the path above makes the repo importable
     ActiveAllocation,
     Budget,
     CapacityRequest,

@@ -3,8 +3,4 @@ from django.apps import AppConfig
 
 class TenantsConfig(AppConfig):
     name = "tenants"
-    verbose_name = "Tenants, quotas and admission"
-
-    def ready(self) -> None:
-        # Register the task names that tenants.dispatch queues by name.
-        from tenants import tasks  # noqa: F401
+    verbose_name = "Tenants"
