@@ -20,7 +20,8 @@ from django.utils import timezone
 from inventory import kube
 from inventory.crypto import decrypt_text
 from inventory.models import Cluster
-from quotas.models import CapacityRequest, FlavorKind, RequestTransition
+from quotas.lifecycle import ActorKind, Event, Move, move_requests
+from quotas.models import CapacityRequest, FlavorKind
 from quotas.models.requests import HOLDING, RequestState
 from tenants.models import TenantNamespace
 
@@ -83,18 +84,17 @@ def materialise_request(*, request_id: uuid.UUID | str) -> dict[str, Any]:
             applied = _quota(api, request, namespace, cluster)
         now = timezone.now()
         if request.state == RequestState.ADMITTED:
-            moved = CapacityRequest.objects.filter(pk=request.pk, state=RequestState.ADMITTED).update(
-                state=RequestState.ACTIVE, active_at=now, cluster_objects=applied, updated_at=now
+            # Claimed on the admitted state: a release or preemption that got in first wins.
+            move = Move(
+                request=request,
+                event=Event.MATERIALISE,
+                by=ActorKind.SYSTEM,
+                reason_code="materialised",
+                message="; ".join(o["summary"] for o in applied),
+                explains=False,
+                changes={"active_at": now, "cluster_objects": applied},
             )
-            if moved:
-                RequestTransition.objects.create(
-                    request=request,
-                    from_state=RequestState.ADMITTED,
-                    to_state=RequestState.ACTIVE,
-                    reason_code="materialised",
-                    message="; ".join(o["summary"] for o in applied),
-                    at=now,
-                )
+            move_requests(moves=[move], now=now, claim=True)
         elif request.state not in HOLDING:
             summary = "; ".join(o["summary"] for o in applied)
             if summary and summary not in request.message:

@@ -12,8 +12,8 @@ from typing import Any
 
 from gpuplatform.bulk_update import update_each
 from quotas import admission as engine
+from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor, RequestTransition
-from quotas.models.requests import RequestState
 from quotas.runner.inputs import Explained, Names, build_snapshot, ge_of, micros, physical_free
 from quotas.runner.locks import lock_flavors
 
@@ -111,8 +111,8 @@ def _decide(snapshot: engine.Snapshot, only: str | None) -> AdmissionRun:
 
 def persist(*, outcome: AdmissionRun, names: Names, now: datetime) -> list[RequestTransition]:
     """Write what the engine decided: admissions, preemptions, and why the rest still wait. The
-    snapshot's unsaved requests are inserted here, already in their decided state. Returns the
-    transitions written."""
+    snapshot's unsaved requests are inserted here, submitted and already in their decided state, all
+    through `quotas.lifecycle`. Returns the transitions written."""
     decisions = outcome.decisions
     victims = {v.request_id: (d, v) for d in decisions.values() if d.admitted for v in d.victims}
     # Rows that change state are read whole (they are few); waiting rows were read by the snapshot.
@@ -121,47 +121,54 @@ def persist(*, outcome: AdmissionRun, names: Names, now: datetime) -> list[Reque
     full: dict[str, CapacityRequest] = dict(names.unsaved)
     if saved:
         full.update((str(r.pk), r) for r in CapacityRequest.objects.filter(pk__in=saved))
-    transitions = [
-        RequestTransition(
-            request_id=row.pk,
-            to_state=RequestState.PENDING,
+    submitted = {
+        rid: Move(
+            request=row,
+            event=Event.SUBMIT,
+            by=ActorKind.REQUESTER,
+            actor=row.created_by,
             reason_code="submitted",
             message=row.reason,
-            actor=row.created_by,
-            at=now,
         )
-        for row in names.unsaved.values()
-    ]
+        for rid, row in names.unsaved.items()
+    }
+    moves: list[Move] = list(submitted.values())
     explained: list[CapacityRequest] = []
-    moved: list[CapacityRequest] = []
     order = micros(now)
     for rid, decision in decisions.items():
         if decision.admitted and rid not in victims:
-            row = full[rid]
             order += 1
-            row.state = RequestState.ADMITTED
-            row.reason_code = str(decision.outcome)
-            row.message = decision.message
-            row.admitted_at, row.admitted_order = now, order
-            row.expires_at = None if row.duration is None else now + row.duration
-            row.borrowed = _loans(decision)
-            row.warnings = [{"code": w.code, "message": w.message} for w in decision.warnings]
-            row.queue_position = row.cohort_position = None
-            row.updated_at = now
-            transitions.append(
-                _transition(row, RequestState.PENDING, str(decision.outcome), decision.message, now)
+            row = full[rid]
+            moves.append(
+                Move(
+                    request=row,
+                    event=Event.ADMIT,
+                    by=ActorKind.SYSTEM,
+                    reason_code=str(decision.outcome),
+                    message=decision.message,
+                    changes={
+                        "admitted_at": now,
+                        "admitted_order": order,
+                        "expires_at": None if row.duration is None else now + row.duration,
+                        "borrowed": _loans(decision),
+                        "warnings": [{"code": w.code, "message": w.message} for w in decision.warnings],
+                    },
+                )
             )
             outcome.admitted.append(row.pk)
-            moved.append(row)
         elif not decision.admitted:
             reason = str(decision.reason or "")
             now_explained = Explained(
                 reason, decision.message, decision.queue_position, decision.cohort_position
             )
-            if rid in names.unsaved:
-                row = names.unsaved[rid]
-                row.reason_code, row.message = reason, decision.message
-                row.queue_position, row.cohort_position = decision.queue_position, decision.cohort_position
+            if rid in submitted:
+                # A new request that waits: inserted pending, explained by its decision.
+                submitted[rid].changes.update(
+                    reason_code=reason,
+                    message=decision.message,
+                    queue_position=decision.queue_position,
+                    cohort_position=decision.cohort_position,
+                )
             elif names.explained[rid] != now_explained:  # most waits are unchanged: leave those rows
                 explained.append(
                     CapacityRequest(
@@ -174,59 +181,29 @@ def persist(*, outcome: AdmissionRun, names: Names, now: datetime) -> list[Reque
                     )
                 )
     for rid, (by, victim) in victims.items():
-        row = full[rid]
-        previous = row.state
         message = (
             f"Preempted by request {by.request_id} of {by.tenant!r} "
             + ("to reclaim its nominal quota" if victim.cause == "reclaim" else "of higher priority")
             + "; the cluster objects of this request are lowered or removed."
         )
-        row.state, row.reason_code, row.message = RequestState.PREEMPTED, "preempted", message
-        row.ended_at = now
-        row.preempted_by_id = uuid.UUID(by.request_id)
-        row.updated_at = now
-        transitions.append(_transition(row, previous, "preempted", message, now))
-        outcome.preempted.append(row.pk)
-        moved.append(row)
-    for row in names.unsaved.values():
-        row.save(force_insert=True)
+        moves.append(
+            Move(
+                request=full[rid],
+                event=Event.PREEMPT,
+                by=ActorKind.SYSTEM,
+                reason_code="preempted",
+                message=message,
+                changes={"preempted_by_id": uuid.UUID(by.request_id)},
+            )
+        )
+        outcome.preempted.append(full[rid].pk)
     if explained:
         update_each(
             CapacityRequest,
             explained,
             ["reason_code", "message", "queue_position", "cohort_position", "updated_at"],
         )
-    moved = [row for row in moved if str(row.pk) not in names.unsaved]
-    if moved:
-        update_each(
-            CapacityRequest,
-            moved,
-            [
-                "state",
-                "reason_code",
-                "message",
-                "admitted_at",
-                "admitted_order",
-                "expires_at",
-                "borrowed",
-                "warnings",
-                "queue_position",
-                "cohort_position",
-                "ended_at",
-                "preempted_by",
-                "updated_at",
-            ],
-        )
-    RequestTransition.objects.bulk_create(transitions)
-    return transitions
-
-
-def _transition(
-    row: CapacityRequest, before: str, code: str, message: str, now: datetime
-) -> RequestTransition:
-    return RequestTransition(
-        request_id=row.pk, from_state=before, to_state=row.state, reason_code=code, message=message, at=now
-    )
+    return move_requests(moves=moves, now=now)
 
 
 def request_ge(flavor: Flavor, amounts: dict[str, int]) -> Decimal:

@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from gpuplatform.audit.services import record_event
 from quotas.dispatch import materialise_after_commit
-from quotas.models import CapacityRequest, Flavor, RequestTransition
+from quotas.lifecycle import ActorKind, Event, Move, move_requests
+from quotas.models import CapacityRequest, Flavor
 from quotas.models.requests import HOLDING, RequestState
 from quotas.runner.decide import AdmissionRun, decide_cohort, persist
 from quotas.runner.inputs import root_id_of
@@ -27,27 +28,20 @@ def expire_requests(*, now: datetime) -> list[uuid.UUID]:
     """End admitted requests whose duration is over. Claims each by conditional UPDATE, so two
     loops never expire one twice; idempotent."""
     expired: list[uuid.UUID] = []
-    due = CapacityRequest.objects.filter(state__in=HOLDING, expires_at__lte=now).values_list("pk", "state")
-    for pk, state in due:
-        message = "The requested duration is over; its cluster objects are lowered or removed."
+    due = CapacityRequest.objects.filter(state__in=HOLDING, expires_at__lte=now).only("pk", "state")
+    message = "The requested duration is over; its cluster objects are lowered or removed."
+    for due_row in due:
+        pk = due_row.pk
         with transaction.atomic():
-            claimed = CapacityRequest.objects.filter(pk=pk, state=state).update(
-                state=RequestState.EXPIRED,
+            move = Move(
+                request=due_row,
+                event=Event.EXPIRE,
+                by=ActorKind.SYSTEM,
                 reason_code="expired",
                 message=message,
-                ended_at=now,
-                updated_at=now,
             )
-            if not claimed:
+            if not move_requests(moves=[move], now=now, claim=True):
                 continue  # someone else moved it first
-            RequestTransition.objects.create(
-                request_id=pk,
-                from_state=state,
-                to_state=RequestState.EXPIRED,
-                reason_code="expired",
-                message=message,
-                at=now,
-            )
             row = CapacityRequest.objects.get(pk=pk)
             record_event(
                 actor=None, action="capacity_request.expired", obj=row, after={"state": RequestState.EXPIRED}

@@ -19,8 +19,9 @@ from gpuplatform.audit.services import record_event
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from quotas import admission as engine
 from quotas.dispatch import materialise_after_commit
+from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor, PriorityClass, Queue, RequestTransition
-from quotas.models.requests import HOLDING, ApprovalState, RequestState
+from quotas.models.requests import HOLDING, ApprovalState
 from quotas.runner.decide import AdmissionRun, decide_cohort, persist, request_ge
 from quotas.runner.inputs import micros, root_id_of
 from quotas.runner.locks import lock_admission, lock_cohorts
@@ -271,57 +272,38 @@ def _visible_request(actor: User, request_id: uuid.UUID | str) -> CapacityReques
     return request
 
 
+def _actor_kind(actor: User, request: CapacityRequest) -> ActorKind:
+    """Who the actor is to this request, for `quotas.lifecycle`'s rules."""
+    if request.created_by_id == actor.pk:
+        return ActorKind.REQUESTER
+    if actor.is_platform_admin:
+        return ActorKind.PLATFORM
+    if scoping.can_manage(actor, request.tenant):
+        return ActorKind.APPROVER
+    raise Forbidden("Only the requester or a tenant-admin may do this.")
+
+
 def _end(
-    *,
-    actor: User,
-    request_id: uuid.UUID | str,
-    allowed: tuple[str, ...],
-    to: RequestState,
-    code: str,
-    message: str,
+    *, actor: User, request_id: uuid.UUID | str, event: Event, code: str, message: str
 ) -> CapacityRequest:
     """Move a request to a final state, then decide the cohort again (capacity may have freed)."""
     found = _visible_request(actor, request_id)
-    if found.created_by_id != actor.pk and not scoping.can_manage(actor, found.tenant):
-        raise Forbidden("Only the requester or a tenant-admin may do this.")
+    kind = _actor_kind(actor, found)
     now = timezone.now()
     with transaction.atomic():
         lock_admission(flavor_ids=[found.flavor_id], root_ids=[root_id_of(found.tenant.path)])
         row = CapacityRequest.objects.select_for_update().get(pk=found.pk)
-        if row.state not in allowed:
-            raise Conflict(
-                f"The request is {row.state}; this applies only to {', '.join(allowed)} requests.",
-                code="invalid_state",
-            )
         before = row.state
-        row.state, row.reason_code, row.message, row.ended_at = to, code, message, now
-        row.queue_position = row.cohort_position = None
-        row.save(
-            update_fields=[
-                "state",
-                "reason_code",
-                "message",
-                "ended_at",
-                "queue_position",
-                "cohort_position",
-                "updated_at",
-            ]
-        )
-        RequestTransition.objects.create(
-            request=row,
-            from_state=before,
-            to_state=to,
-            reason_code=code,
-            message=message,
-            actor=actor,
-            at=now,
+        move_requests(
+            moves=[Move(request=row, event=event, by=kind, actor=actor, reason_code=code, message=message)],
+            now=now,
         )
         record_event(
             actor=actor,
-            action=f"capacity_request.{to}",
+            action=f"capacity_request.{row.state}",
             obj=row,
             before={"state": before},
-            after={"state": to},
+            after={"state": row.state},
         )
         outcome, names = decide_cohort(
             root_path=f"/{root_id_of(found.tenant.path).hex}/", flavors=[found.flavor], now=now
@@ -338,8 +320,7 @@ def cancel_request(*, actor: User, request_id: uuid.UUID | str) -> CapacityReque
     return _end(
         actor=actor,
         request_id=request_id,
-        allowed=(RequestState.PENDING,),
-        to=RequestState.CANCELLED,
+        event=Event.CANCEL,
         code="cancelled",
         message="Cancelled by the requester.",
     )
@@ -350,8 +331,7 @@ def release_request(*, actor: User, request_id: uuid.UUID | str) -> CapacityRequ
     return _end(
         actor=actor,
         request_id=request_id,
-        allowed=HOLDING,
-        to=RequestState.RELEASED,
+        event=Event.RELEASE,
         code="released",
         message="Released by the tenant.",
     )
@@ -371,26 +351,23 @@ def decide_approval(
     with transaction.atomic():
         lock_admission(flavor_ids=[found.flavor_id], root_ids=[root_id_of(found.tenant.path)])
         row = CapacityRequest.objects.select_for_update().get(pk=found.pk)
-        if row.state != RequestState.PENDING or row.approval != ApprovalState.AWAITING:
-            raise Conflict("The request is not awaiting approval.", code="invalid_state")
-        row.approval = ApprovalState.APPROVED if approve else ApprovalState.REJECTED
-        row.approved_by = actor
-        fields = ["approval", "approved_by", "updated_at"]
+        verdict = ApprovalState.APPROVED if approve else ApprovalState.REJECTED
+        changes: dict[str, Any] = {"approval": verdict, "approved_by": actor}
         if not approve:
-            row.state, row.reason_code, row.ended_at = RequestState.REJECTED, "rejected", now
-            row.message = f"Rejected by {actor.username}" + (f": {note}" if note else ".")
-            row.queue_position = row.cohort_position = None
-            fields += ["state", "reason_code", "message", "ended_at", "queue_position", "cohort_position"]
-        row.save(update_fields=fields)
-        RequestTransition.objects.create(
+            changes["message"] = f"Rejected by {actor.username}" + (f": {note}" if note else ".")
+        move = Move(
             request=row,
-            from_state=RequestState.PENDING,
-            to_state=row.state,
+            event=Event.APPROVE if approve else Event.REJECT,
+            by=ActorKind.PLATFORM if actor.is_platform_admin else ActorKind.APPROVER,
+            actor=actor,
             reason_code="approved" if approve else "rejected",
             message=note,
-            actor=actor,
-            at=now,
+            # An approval records who approved; the request keeps explaining why it waits until
+            # admission decides it again, below.
+            explains=not approve,
+            changes=changes,
         )
+        move_requests(moves=[move], now=now)
         record_event(
             actor=actor,
             action="capacity_request." + ("approved" if approve else "rejected"),
