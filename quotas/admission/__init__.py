@@ -5,46 +5,46 @@ request (the fast path) or `schedule` to walk every pending request when capacit
 priorities change. Semantics and a worked example: docs/admission.md.
 """
 
+from .advance import advance, release
 from .decision import INADMISSIBLE, Decision, Loan, Outcome, Reason, Victim, Warning
 from .engine import UnknownRequestError, decide
 from .model import (
     ActiveAllocation,
     AdmissionPolicy,
-    Budget,
-    CapacityRequest,
-    Flavor,
+    BudgetSpec,
     FlavorResource,
+    FlavorSpec,
+    PendingRequest,
     PreemptionPolicy,
-    PriorityClass,
-    Queue,
+    PriorityClassSpec,
     QueueingStrategy,
-    Quota,
-    Tenant,
+    QueueSpec,
+    QuotaSpec,
+    TenantNode,
 )
 from .scheduling import fair_share, schedule
 from .snapshot import Snapshot, SnapshotError
-from .transitions import advance, release
 
 __all__ = [
     "INADMISSIBLE",
     "ActiveAllocation",
     "AdmissionPolicy",
-    "Budget",
-    "CapacityRequest",
+    "BudgetSpec",
     "Decision",
-    "Flavor",
     "FlavorResource",
+    "FlavorSpec",
     "Loan",
     "Outcome",
+    "PendingRequest",
     "PreemptionPolicy",
-    "PriorityClass",
-    "Queue",
+    "PriorityClassSpec",
+    "QueueSpec",
     "QueueingStrategy",
-    "Quota",
+    "QuotaSpec",
     "Reason",
     "Snapshot",
     "SnapshotError",
-    "Tenant",
+    "TenantNode",
     "UnknownRequestError",
     "Victim",
     "Warning",

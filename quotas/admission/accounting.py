@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .decision import Decision
-from .model import ActiveAllocation, CapacityRequest
+from .model import ActiveAllocation, PendingRequest
 from .quota import Ledger, add_usage, available, remove_usage
 from .snapshot import Index
 
@@ -17,7 +17,7 @@ def fits(
     return quota_ok, physical_ok
 
 
-def apply(ix: Index, ledger: Ledger, req: CapacityRequest, decision: Decision) -> None:
+def apply(ix: Index, ledger: Ledger, req: PendingRequest, decision: Decision) -> None:
     """Charge an admitted decision (and evict its victims) on the working ledger."""
     for victim in decision.victims:
         release(ix, ledger, ix.allocations[victim.request_id])

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 from .accounting import fits
 from .decision import Decision, Loan, Outcome, Reason, Victim, Warning
-from .model import CapacityRequest, QueueingStrategy
+from .model import PendingRequest, QueueingStrategy
 from .preemption import find_victims
 from .quota import Ledger, available
 from .snapshot import Index, Snapshot
@@ -28,7 +28,7 @@ def decide(*, snapshot: Snapshot, request_id: str) -> Decision:
     return evaluate(ix, ix.base, req, check_queue_head=True)
 
 
-def evaluate(ix: Index, ledger: Ledger, req: CapacityRequest, *, check_queue_head: bool) -> Decision:
+def evaluate(ix: Index, ledger: Ledger, req: PendingRequest, *, check_queue_head: bool) -> Decision:
     """The checks, cheapest and least curable first; never writes to `ledger`."""
     t, f = req.tenant, req.flavor
     ge = ix.request_ge[req.id]
@@ -92,9 +92,7 @@ def evaluate(ix: Index, ledger: Ledger, req: CapacityRequest, *, check_queue_hea
     return wait(Reason.NO_PHYSICAL_FIT, f"quota allows it but {f!r} has too little free capacity: {free}")
 
 
-def _loans(
-    ix: Index, ledger: Ledger, req: CapacityRequest, places: list[tuple[str, int]]
-) -> tuple[Loan, ...]:
+def _loans(ix: Index, ledger: Ledger, req: PendingRequest, places: list[tuple[str, int]]) -> tuple[Loan, ...]:
     """Attribute what the request borrows to lenders, walking up the tree.
 
     Quota in a cohort is pooled, so attribution is a convention, not a constraint: at each ancestor,
@@ -148,7 +146,7 @@ def _unused_lendable(ix: Index, ledger: Ledger, tenant: str, flavor: str, resour
 
 def _decision(
     ix: Index,
-    req: CapacityRequest,
+    req: PendingRequest,
     ge: Fraction,
     expected: Fraction,
     outcome: Outcome,
@@ -178,7 +176,7 @@ def _decision(
     )
 
 
-def blocked(ix: Index, req: CapacityRequest, head: str) -> Decision:
+def blocked(ix: Index, req: PendingRequest, head: str) -> Decision:
     """The decision for a request behind a StrictFIFO head that could not be admitted."""
     ge = ix.request_ge[req.id]
     structural = ix.inadmissible.get(req.id)
@@ -189,14 +187,14 @@ def blocked(ix: Index, req: CapacityRequest, head: str) -> Decision:
     return _decision(ix, req, ge, expected, Outcome.WAIT, Reason.BLOCKED_BY_QUEUE_HEAD, message)
 
 
-def _admit_message(ix: Index, req: CapacityRequest, loans: tuple[Loan, ...]) -> str:
+def _admit_message(ix: Index, req: PendingRequest, loans: tuple[Loan, ...]) -> str:
     if not loans:
         return f"admitted within the quota of {req.tenant!r} in {req.flavor!r}"
     parts = ", ".join(f"{loan.amount} {loan.resource} from {loan.lender!r}" for loan in loans)
     return f"admitted by borrowing {parts}"
 
 
-def _structural_message(ix: Index, req: CapacityRequest, reason: Reason) -> str:
+def _structural_message(ix: Index, req: PendingRequest, reason: Reason) -> str:
     if reason is Reason.AWAITING_APPROVAL:
         return "the request needs approval before it can be admitted"
     if reason is Reason.PRIORITY_CLASS_NOT_ALLOWED:
@@ -214,7 +212,7 @@ def _structural_message(ix: Index, req: CapacityRequest, reason: Reason) -> str:
     return "exceeds what any quota could hold: " + "; ".join(limits)
 
 
-def _shortfall(ix: Index, ledger: Ledger, req: CapacityRequest, places: list[tuple[str, int]]) -> str:
+def _shortfall(ix: Index, ledger: Ledger, req: PendingRequest, places: list[tuple[str, int]]) -> str:
     parts = []
     for r, a in places:
         avail = available(ix.tree, ledger, req.tenant, req.flavor, r)

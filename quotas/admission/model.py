@@ -39,7 +39,7 @@ class FlavorResource:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Flavor:
+class FlavorSpec:
     """A named kind of capacity: a node pool x GPU model x resource (or DRA device class).
 
     A request's GE is the dominant share over the flavor's resources (DESIGN section 3): for a HAMi
@@ -52,7 +52,7 @@ class Flavor:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Tenant:
+class TenantNode:
     """A node of the tenant tree. The whole tree under one root is a cohort, at any depth."""
 
     id: str
@@ -62,7 +62,7 @@ class Tenant:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Quota:
+class QuotaSpec:
     """Kueue's per flavor-resource quota, on a tenant.
 
     nominal: guaranteed to the tenant's subtree (a parent's nominal is an extra pool shared by its
@@ -80,14 +80,14 @@ class Quota:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PriorityClass:
+class PriorityClassSpec:
     name: str
     value: int
     preemptible: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Queue:
+class QueueSpec:
     """A tenant's queue: its strategy orders its own requests, its weight scales fair sharing."""
 
     id: str
@@ -97,7 +97,7 @@ class Queue:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Budget:
+class BudgetSpec:
     """A monthly GE-hour budget of a tenant, for all flavors (flavor None) or one flavor."""
 
     tenant: str
@@ -108,7 +108,7 @@ class Budget:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CapacityRequest:
+class PendingRequest:
     """A pending request for capacity."""
 
     id: str

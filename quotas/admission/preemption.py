@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .accounting import fits, release, restore
 from .decision import Victim
-from .model import ActiveAllocation, CapacityRequest, PreemptionPolicy
+from .model import ActiveAllocation, PendingRequest, PreemptionPolicy
 from .quota import Ledger, borrowing
 from .snapshot import Index
 
@@ -23,7 +23,7 @@ _RECLAIM, _PRIORITY = "reclaim", "priority"
 
 
 def find_victims(
-    ix: Index, ledger: Ledger, req: CapacityRequest, places: list[tuple[str, int]]
+    ix: Index, ledger: Ledger, req: PendingRequest, places: list[tuple[str, int]]
 ) -> tuple[tuple[Victim, ...], Ledger] | None:
     """Victims that let `req` fit, and a trial ledger with them evicted; None if none can."""
     tree, t, f = ix.tree, req.tenant, req.flavor

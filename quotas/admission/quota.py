@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .model import Quota
+from .model import QuotaSpec
 
 Key = tuple[str, str, str]  # (tenant, flavor, resource)
 Place = tuple[str, str]  # (flavor, resource)
@@ -39,7 +39,7 @@ class Node:
 class QuotaTree:
     """Static part: the tree and its subtree/guaranteed quotas. Built once per snapshot."""
 
-    def __init__(self, *, parents: dict[str, str | None], quotas: Iterable[Quota]) -> None:
+    def __init__(self, *, parents: dict[str, str | None], quotas: Iterable[QuotaSpec]) -> None:
         self.nodes: dict[str, Node] = {t: Node(id=t, parent=p) for t, p in parents.items()}
         for node in self.nodes.values():
             if node.parent is not None:

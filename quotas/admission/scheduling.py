@@ -17,7 +17,7 @@ from fractions import Fraction
 from .accounting import apply
 from .decision import Decision
 from .engine import blocked, evaluate
-from .model import CapacityRequest, QueueingStrategy
+from .model import PendingRequest, QueueingStrategy
 from .quota import Ledger
 from .snapshot import Index, Snapshot
 
@@ -74,7 +74,7 @@ def schedule(*, snapshot: Snapshot) -> list[Decision]:
     return decisions
 
 
-def rank(ix: Index, ledger: Ledger, req: CapacityRequest) -> RankKey:
+def rank(ix: Index, ledger: Ledger, req: PendingRequest) -> RankKey:
     t, f = req.tenant, req.flavor
     tree = ix.tree
     borrows = any(
@@ -91,7 +91,7 @@ def fair_share(*, snapshot: Snapshot, tenant: str) -> Fraction:
     return dominant_share(snapshot.index, snapshot.index.base, tenant)
 
 
-def dominant_share(ix: Index, ledger: Ledger, tenant: str, req: CapacityRequest | None = None) -> Fraction:
+def dominant_share(ix: Index, ledger: Ledger, tenant: str, req: PendingRequest | None = None) -> Fraction:
     """DRF in GE: the largest, over flavors, of what the tenant borrows / its tree's pool.
 
     Each flavor's borrowing is its dominant resource in GE, and the pool is the root's subtree quota

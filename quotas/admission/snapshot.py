@@ -16,14 +16,14 @@ from .decision import Reason
 from .model import (
     ActiveAllocation,
     AdmissionPolicy,
-    Budget,
-    CapacityRequest,
-    Flavor,
+    BudgetSpec,
+    FlavorSpec,
+    PendingRequest,
     PreemptionPolicy,
-    PriorityClass,
-    Queue,
-    Quota,
-    Tenant,
+    PriorityClassSpec,
+    QueueSpec,
+    QuotaSpec,
+    TenantNode,
 )
 from .quota import Ledger, Place, QuotaTree, TreeError, add_usage
 
@@ -52,15 +52,15 @@ class Snapshot:
 
     now: datetime
     month_end: datetime
-    flavors: tuple[Flavor, ...]
-    tenants: tuple[Tenant, ...]
-    quotas: tuple[Quota, ...]
-    priority_classes: tuple[PriorityClass, ...]
-    queues: tuple[Queue, ...]
+    flavors: tuple[FlavorSpec, ...]
+    tenants: tuple[TenantNode, ...]
+    quotas: tuple[QuotaSpec, ...]
+    priority_classes: tuple[PriorityClassSpec, ...]
+    queues: tuple[QueueSpec, ...]
     free: Mapping[str, Mapping[str, int]]
-    budgets: tuple[Budget, ...] = ()
+    budgets: tuple[BudgetSpec, ...] = ()
     active: tuple[ActiveAllocation, ...] = ()
-    pending: tuple[CapacityRequest, ...] = ()
+    pending: tuple[PendingRequest, ...] = ()
     policy: AdmissionPolicy = field(default_factory=AdmissionPolicy)
     index: Index = field(init=False, repr=False, compare=False)
 
@@ -97,7 +97,7 @@ class Index:
             self._known(queue.tenant, self.tenants, "tenant")
             if queue.weight < 0:
                 raise SnapshotError(f"queue {queue.id!r} has a negative weight")
-        self.budgets: dict[tuple[str, str], Budget] = {}
+        self.budgets: dict[tuple[str, str], BudgetSpec] = {}
         for b in snap.budgets:
             key = (b.tenant, b.flavor or ALL_FLAVORS)
             self._known(b.tenant, self.tenants, "tenant")
@@ -149,8 +149,8 @@ class Index:
 
     # -- pending -----------------------------------------------------------------------------------
 
-    def _index_pending(self, pending: tuple[CapacityRequest, ...]) -> None:
-        self.pending: dict[str, CapacityRequest] = {}
+    def _index_pending(self, pending: tuple[PendingRequest, ...]) -> None:
+        self.pending: dict[str, PendingRequest] = {}
         self.request_ge: dict[str, Fraction] = {}
         self.inadmissible: dict[str, Reason] = {}
         for req in pending:
@@ -167,7 +167,7 @@ class Index:
             if reason is not None:
                 self.inadmissible[req.id] = reason
         self.queue_order: dict[str, list[str]] = {q: [] for q in sorted(self.queues)}
-        by_root: dict[str, list[CapacityRequest]] = {}
+        by_root: dict[str, list[PendingRequest]] = {}
         for req in sorted(self.pending.values(), key=self.order_key):
             self.queue_order[req.queue].append(req.id)
             if req.id not in self.inadmissible:
@@ -188,7 +188,7 @@ class Index:
             root = self.tree.nodes[self.queues[qid].tenant].root
             self.queues_by_root.setdefault(root, []).append(qid)
 
-    def _structural_reason(self, req: CapacityRequest) -> Reason | None:
+    def _structural_reason(self, req: PendingRequest) -> Reason | None:
         """Reasons no change in usage can cure: checked once, at build."""
         if req.requires_approval and not req.approved:
             return Reason.AWAITING_APPROVAL
@@ -205,7 +205,7 @@ class Index:
 
     # -- helpers -----------------------------------------------------------------------------------
 
-    def order_key(self, req: CapacityRequest) -> tuple[int, int, str]:
+    def order_key(self, req: PendingRequest) -> tuple[int, int, str]:
         """Queue order: higher priority first, then creation order (FIFO), then id."""
         return (-self.classes[req.priority_class].value, req.created_order, req.id)
 
@@ -233,7 +233,7 @@ class Index:
     def budget_keys(self, tenant: str, flavor: str) -> list[tuple[str, str]]:
         return [k for k in ((tenant, ALL_FLAVORS), (tenant, flavor)) if k in self.budgets]
 
-    def expected_hours(self, req: CapacityRequest) -> Fraction:
+    def expected_hours(self, req: PendingRequest) -> Fraction:
         """Hours the request will burn this month: its duration, capped by the month's end."""
         if req.duration is None:
             return self.hours_left

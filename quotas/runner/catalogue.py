@@ -25,11 +25,11 @@ class Catalogue:
     """Engine records and the maps back to rows; shared between threads, so never mutated."""
 
     slug_of: dict[uuid.UUID, str]
-    tenants: tuple[engine.Tenant, ...]
+    tenants: tuple[engine.TenantNode, ...]
     class_name: dict[uuid.UUID, str]
-    priority_classes: tuple[engine.PriorityClass, ...]
-    quotas: tuple[engine.Quota, ...]
-    queues: tuple[engine.Queue, ...]
+    priority_classes: tuple[engine.PriorityClassSpec, ...]
+    quotas: tuple[engine.QuotaSpec, ...]
+    queues: tuple[engine.QueueSpec, ...]
     queue_of: dict[uuid.UUID, str]
     budget_rows: tuple[Budget, ...]
 
@@ -64,12 +64,12 @@ def _read(*, root_path: str, flavors: list[Flavor]) -> Catalogue:
         if restricted:
             allowed = frozenset(c.name for c in classes if c.tenant is None or path.startswith(c.tenant.path))
         tenants.append(
-            engine.Tenant(
+            engine.TenantNode(
                 id=slug, parent=slug_of.get(parent) if parent else None, allowed_priority_classes=allowed
             )
         )
     quotas = tuple(
-        engine.Quota(
+        engine.QuotaSpec(
             tenant=slug_of[tenant_id],
             flavor=flavor_name[flavor_id],
             resource=resource,
@@ -90,7 +90,7 @@ def _read(*, root_path: str, flavors: list[Flavor]) -> Catalogue:
         name = queue_name(slug_of[tid], qname)
         queue_of[qid] = name
         queues.append(
-            engine.Queue(
+            engine.QueueSpec(
                 id=name,
                 tenant=slug_of[tid],
                 strategy=engine.QueueingStrategy(strategy),
@@ -107,7 +107,7 @@ def _read(*, root_path: str, flavors: list[Flavor]) -> Catalogue:
         tenants=tuple(tenants),
         class_name={c.pk: c.name for c in classes},
         priority_classes=tuple(
-            engine.PriorityClass(name=c.name, value=c.value, preemptible=c.preemptible) for c in classes
+            engine.PriorityClassSpec(name=c.name, value=c.value, preemptible=c.preemptible) for c in classes
         ),
         quotas=quotas,
         queues=tuple(queues),

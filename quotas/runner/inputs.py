@@ -85,8 +85,8 @@ def ge_of(flavor: Flavor, amounts: dict[str, int]) -> Fraction:
     return max((units.get(r, Fraction(0)) * a for r, a in amounts.items()), default=Fraction(0))
 
 
-def engine_flavor(flavor: Flavor) -> engine.Flavor:
-    return engine.Flavor(
+def engine_flavor(flavor: Flavor) -> engine.FlavorSpec:
+    return engine.FlavorSpec(
         name=flavor.name,
         gpu_model=flavor.gpu_model,
         resources=tuple(
@@ -153,9 +153,9 @@ def request_record(
     created_order: int,
     duration_seconds: int | None,
     approval: str,
-) -> engine.CapacityRequest:
+) -> engine.PendingRequest:
     """A pending request as the engine sees it, from a stored row's values or an unsaved request's."""
-    return engine.CapacityRequest(
+    return engine.PendingRequest(
         id=rid,
         tenant=tenant,
         queue=queue,
@@ -188,7 +188,7 @@ def build_snapshot(
         tenant_id__in=slug_of, flavor_id__in=flavor_ids, state__in=[*HOLDING, RequestState.PENDING]
     ).values_list(*LIVE_FIELDS)
     active: list[engine.ActiveAllocation] = []
-    pending: list[engine.CapacityRequest] = []
+    pending: list[engine.PendingRequest] = []
     for (
         pk,
         tenant_id,
@@ -281,7 +281,7 @@ def _budgets(
     now: datetime,
     month_start: datetime,
     month_end: datetime,
-) -> tuple[engine.Budget, ...]:
+) -> tuple[engine.BudgetSpec, ...]:
     """Budgets of the cohort, with burn to date. A tenant-wide budget also counts, as burned, what
     holders of flavors outside this snapshot will still burn: the engine only sees these flavors."""
     flavor_ids = {f.pk for f in flavors}
@@ -302,7 +302,7 @@ def _budgets(
         else:
             burned = burn[b.tenant_id].get(b.flavor_id, Fraction(0))
         result.append(
-            engine.Budget(
+            engine.BudgetSpec(
                 tenant=slug_of[b.tenant_id],
                 flavor=flavor_name[b.flavor_id] if b.flavor_id else None,
                 limit_ge_hours=Fraction(b.limit_ge_hours),

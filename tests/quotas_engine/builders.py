@@ -9,32 +9,34 @@ from fractions import Fraction
 from quotas.admission import (
     ActiveAllocation,
     AdmissionPolicy,
-    Budget,
-    CapacityRequest,
-    Flavor,
+    BudgetSpec,
     FlavorResource,
-    PriorityClass,
-    Queue,
+    FlavorSpec,
+    PendingRequest,
+    PriorityClassSpec,
     QueueingStrategy,
-    Quota,
+    QueueSpec,
+    QuotaSpec,
     Snapshot,
-    Tenant,
+    TenantNode,
 )
 
 NOW = datetime(2025, 3, 31, 0, 0, tzinfo=UTC)
 MONTH_END = datetime(2025, 4, 1, 0, 0, tzinfo=UTC)  # 24 hours left in the month
 GPU = "nvidia.com/gpu"
-H100 = Flavor(name="h100", gpu_model="H100", resources=(FlavorResource(name=GPU, ge_per_unit=Fraction(1)),))
+H100 = FlavorSpec(
+    name="h100", gpu_model="H100", resources=(FlavorResource(name=GPU, ge_per_unit=Fraction(1)),)
+)
 CLASSES = (
-    PriorityClass(name="low", value=100),
-    PriorityClass(name="normal", value=500),
-    PriorityClass(name="high", value=1000),
-    PriorityClass(name="critical", value=2000, preemptible=False),
+    PriorityClassSpec(name="low", value=100),
+    PriorityClassSpec(name="normal", value=500),
+    PriorityClassSpec(name="high", value=1000),
+    PriorityClassSpec(name="critical", value=2000, preemptible=False),
 )
 
 
-def gpus(tenant: str, nominal: int, *, borrowing: int | None = None, lending: int | None = None) -> Quota:
-    return Quota(
+def gpus(tenant: str, nominal: int, *, borrowing: int | None = None, lending: int | None = None) -> QuotaSpec:
+    return QuotaSpec(
         tenant=tenant,
         flavor="h100",
         resource=GPU,
@@ -56,8 +58,8 @@ def request(
     resource: str = GPU,
     queue: str | None = None,
     approval: bool = False,
-) -> CapacityRequest:
-    return CapacityRequest(
+) -> PendingRequest:
+    return PendingRequest(
         id=rid,
         tenant=tenant,
         queue=queue or f"{tenant}-q",
@@ -94,14 +96,14 @@ def holding(
 def snapshot(
     *,
     tree: dict[str, str | None],
-    quotas: Iterable[Quota],
+    quotas: Iterable[QuotaSpec],
     free: int | dict[str, dict[str, int]] = 100,
     active: Iterable[ActiveAllocation] = (),
-    pending: Iterable[CapacityRequest] = (),
-    budgets: Iterable[Budget] = (),
+    pending: Iterable[PendingRequest] = (),
+    budgets: Iterable[BudgetSpec] = (),
     strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO,
     weights: dict[str, int] | None = None,
-    flavors: tuple[Flavor, ...] = (H100,),
+    flavors: tuple[FlavorSpec, ...] = (H100,),
     policy: AdmissionPolicy | None = None,
 ) -> Snapshot:
     """`tree` maps tenant -> parent; each tenant gets one queue named `<tenant>-q`."""
@@ -110,11 +112,12 @@ def snapshot(
         now=NOW,
         month_end=MONTH_END,
         flavors=flavors,
-        tenants=tuple(Tenant(id=t, parent=p) for t, p in tree.items()),
+        tenants=tuple(TenantNode(id=t, parent=p) for t, p in tree.items()),
         quotas=tuple(quotas),
         priority_classes=CLASSES,
         queues=tuple(
-            Queue(id=f"{t}-q", tenant=t, strategy=strategy, weight=Fraction(weights.get(t, 1))) for t in tree
+            QueueSpec(id=f"{t}-q", tenant=t, strategy=strategy, weight=Fraction(weights.get(t, 1)))
+            for t in tree
         ),
         free={"h100": {GPU: free}} if isinstance(free, int) else free,
         budgets=tuple(budgets),

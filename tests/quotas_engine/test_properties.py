@@ -22,16 +22,16 @@ from hypothesis import strategies as st
 from quotas.admission import (
     ActiveAllocation,
     AdmissionPolicy,
-    CapacityRequest,
     Decision,
-    Flavor,
     FlavorResource,
+    FlavorSpec,
+    PendingRequest,
     PreemptionPolicy,
-    Queue,
     QueueingStrategy,
-    Quota,
+    QueueSpec,
+    QuotaSpec,
     Snapshot,
-    Tenant,
+    TenantNode,
     advance,
     decide,
     release,
@@ -42,8 +42,8 @@ from .builders import CLASSES, MONTH_END, NOW
 
 PLACES = {"h100": ("gpu",), "share": ("mem", "cores")}
 FLAVORS = (
-    Flavor(name="h100", resources=(FlavorResource(name="gpu", ge_per_unit=Fraction(1)),)),
-    Flavor(
+    FlavorSpec(name="h100", resources=(FlavorResource(name="gpu", ge_per_unit=Fraction(1)),)),
+    FlavorSpec(
         name="share",
         resources=(
             FlavorResource(name="mem", ge_per_unit=Fraction(1, 8)),
@@ -56,14 +56,14 @@ Key = tuple[str, str, str]
 
 
 @st.composite
-def worlds(draw: st.DrawFn) -> tuple[Snapshot, list[list[CapacityRequest]], random.Random]:
+def worlds(draw: st.DrawFn) -> tuple[Snapshot, list[list[PendingRequest]], random.Random]:
     n = draw(st.integers(1, 7))
     tenants = []
     for i in range(n):
         # Mostly one tree, so that relatives borrow from and reclaim from each other.
         rooted = i == 0 or draw(st.integers(0, 5)) == 0
         parent = None if rooted else draw(st.sampled_from([f"t{j}" for j in range(i)]))
-        tenants.append(Tenant(id=f"t{i}", parent=parent))
+        tenants.append(TenantNode(id=f"t{i}", parent=parent))
     quotas = []
     for t in tenants:
         for flavor, resources in PLACES.items():
@@ -71,7 +71,7 @@ def worlds(draw: st.DrawFn) -> tuple[Snapshot, list[list[CapacityRequest]], rand
                 continue
             for r in resources:
                 quotas.append(
-                    Quota(
+                    QuotaSpec(
                         tenant=t.id,
                         flavor=flavor,
                         resource=r,
@@ -81,7 +81,7 @@ def worlds(draw: st.DrawFn) -> tuple[Snapshot, list[list[CapacityRequest]], rand
                     )
                 )
     queues = tuple(
-        Queue(
+        QueueSpec(
             id=f"{t.id}-q",
             tenant=t.id,
             strategy=draw(st.sampled_from(list(QueueingStrategy))),
@@ -96,16 +96,16 @@ def worlds(draw: st.DrawFn) -> tuple[Snapshot, list[list[CapacityRequest]], rand
     )
     order = iter(range(1, 10_000))
 
-    def a_request() -> st.SearchStrategy[CapacityRequest]:
+    def a_request() -> st.SearchStrategy[PendingRequest]:
         @st.composite
-        def build(d: st.DrawFn) -> CapacityRequest:
+        def build(d: st.DrawFn) -> PendingRequest:
             t = d(st.sampled_from(tenants)).id
             flavor = d(st.sampled_from(sorted(PLACES)))
             amounts = {r: d(st.integers(0, 3)) for r in PLACES[flavor]}
             if not any(amounts.values()):
                 amounts[PLACES[flavor][0]] = 1
             seq = next(order)
-            return CapacityRequest(
+            return PendingRequest(
                 id=f"r{seq}",
                 tenant=t,
                 queue=f"{t}-q",
@@ -321,12 +321,12 @@ def test_a_second_pass_admits_nothing_the_first_could_have(world):
 
 
 @st.composite
-def reclaim_worlds(draw: st.DrawFn) -> tuple[Snapshot, list[list[CapacityRequest]]]:
+def reclaim_worlds(draw: st.DrawFn) -> tuple[Snapshot, list[list[PendingRequest]]]:
     """One cohort where a greedy team borrows everything, then its relatives ask for their own."""
     kids = draw(st.integers(2, 4))
-    tenants = (Tenant(id="org"), *(Tenant(id=f"k{i}", parent="org") for i in range(kids)))
+    tenants = (TenantNode(id="org"), *(TenantNode(id=f"k{i}", parent="org") for i in range(kids)))
     quotas = tuple(
-        Quota(
+        QuotaSpec(
             tenant=f"k{i}",
             flavor="h100",
             resource="gpu",
@@ -337,12 +337,12 @@ def reclaim_worlds(draw: st.DrawFn) -> tuple[Snapshot, list[list[CapacityRequest
         for i in range(kids)
     )
     pool = sum(q.nominal for q in quotas)
-    queues = tuple(Queue(id=f"{t.id}-q", tenant=t.id) for t in tenants)
+    queues = tuple(QueueSpec(id=f"{t.id}-q", tenant=t.id) for t in tenants)
     seq = iter(range(1, 1000))
 
-    def ask(tenant: str, most: int) -> st.SearchStrategy[CapacityRequest]:
+    def ask(tenant: str, most: int) -> st.SearchStrategy[PendingRequest]:
         return st.builds(
-            lambda amount, prio, n: CapacityRequest(
+            lambda amount, prio, n: PendingRequest(
                 id=f"r{n}",
                 tenant=tenant,
                 queue=f"{tenant}-q",

@@ -13,13 +13,13 @@ import pytest
 
 from quotas.admission import (
     AdmissionPolicy,
-    Budget,
-    Flavor,
+    BudgetSpec,
     FlavorResource,
+    FlavorSpec,
     Outcome,
     PreemptionPolicy,
     QueueingStrategy,
-    Quota,
+    QuotaSpec,
     Reason,
     advance,
     decide,
@@ -146,7 +146,7 @@ def test_a_lending_limit_caps_borrowing():
 
 def test_a_hard_budget_blocks():
     # given: 100 GE-h monthly budget, 40 burned: 60 left
-    budget = Budget(
+    budget = BudgetSpec(
         tenant="vision", flavor=None, limit_ge_hours=Fraction(100), burned_ge_hours=Fraction(40), hard=True
     )
     pending = [request("v1", "vision", 3, order=1, hours=24)]
@@ -161,7 +161,7 @@ def test_a_hard_budget_blocks():
 
 def test_a_hard_budget_counts_what_active_requests_will_still_burn():
     # given: 100 GE-h budget, 40 burned, and 2 GPUs running for the month's last 24 h: 48 committed
-    budget = Budget(
+    budget = BudgetSpec(
         tenant="vision", flavor="h100", limit_ge_hours=Fraction(100), burned_ge_hours=Fraction(40), hard=True
     )
     running = dataclasses.replace(holding("v0", "vision", 2, order=1), ends_at=None)
@@ -182,7 +182,7 @@ def test_a_hard_budget_counts_what_active_requests_will_still_burn():
 
 def test_a_soft_budget_admits_and_warns():
     # given: the same 60 GE-h left, but soft
-    budget = Budget(
+    budget = BudgetSpec(
         tenant="vision", flavor=None, limit_ge_hours=Fraction(100), burned_ge_hours=Fraction(40), hard=False
     )
     pending = [request("v1", "vision", 3, order=1, hours=24)]
@@ -252,11 +252,11 @@ def test_fair_share_splits_borrowed_capacity_by_weight():
 def test_mig_slices_count_by_dominant_share():
     # given: 3g.40gb on an H100 takes 3 of 7 compute and 4 of 8 memory slices: max(3/7, 1/2) = 1/2 GE
     mig = "nvidia.com/mig-3g.40gb"
-    flavor = Flavor(
+    flavor = FlavorSpec(
         name="h100-mig", gpu_model="H100", resources=(FlavorResource(name=mig, ge_per_unit=Fraction(1, 2)),)
     )
-    quota = Quota(tenant="vision", flavor="h100-mig", resource=mig, nominal=4)
-    budget = Budget(
+    quota = QuotaSpec(tenant="vision", flavor="h100-mig", resource=mig, nominal=4)
+    budget = BudgetSpec(
         tenant="vision", flavor=None, limit_ge_hours=Fraction(20), burned_ge_hours=Fraction(6), hard=True
     )
     pending = [request("m1", "vision", 3, order=1, hours=10, flavor="h100-mig", resource=mig)]
@@ -303,7 +303,7 @@ def test_exceeds_max_possible():
     quotas = (gpus("vision", 4, borrowing=2), gpus("speech", 4))
     pending = [request("v7", "vision", 7, order=1), request("v6", "vision", 6, order=2)]
     pending += [request("x1", "vision", 1, order=3, flavor="h100-mig", resource="nvidia.com/mig-3g.40gb")]
-    mig = Flavor(
+    mig = FlavorSpec(
         name="h100-mig",
         resources=(FlavorResource(name="nvidia.com/mig-3g.40gb", ge_per_unit=Fraction(1, 2)),),
     )
@@ -325,7 +325,7 @@ def test_a_deep_tree_borrows_through_a_departments_borrowing_limit():
     # given: org -> dept (may borrow 1 from org) -> team-a (2), team-b (0); org -> dept2 (4, idle)
     tree = {"org": None, "dept": "org", "team-a": "dept", "team-b": "dept", "dept2": "org"}
     quotas = (
-        Quota(tenant="dept", flavor="h100", resource=GPU, nominal=0, borrowing_limit=1),
+        QuotaSpec(tenant="dept", flavor="h100", resource=GPU, nominal=0, borrowing_limit=1),
         gpus("team-a", 2),
         gpus("team-b", 0),
         gpus("dept2", 4),
