@@ -39,7 +39,7 @@ from django.utils import timezone
 from gpuplatform.accounts.models import User
 from gpuplatform.accounts.tokens import issue_api_token
 from inventory.models import Cluster, Node, NodePool, ShareableUnit
-from tenants.models import CapacityRequest, Flavor, PriorityClass, Queue, Quota
+from quotas.models import CapacityRequest, Flavor, PriorityClass, Queue, Quota
 from tenants.services import create_tenant
 pat = User.objects.create_user("pat", platform_role="platform-admin")
 cluster = Cluster.objects.create(name="bench", api_endpoint="https://bench.invalid")
@@ -79,9 +79,9 @@ print(issue_api_token(actor=pat, name="bench", scopes=["read", "write"]).plainte
 BACKLOG = """
 import time
 from django.utils import timezone
-from tenants.admission_loop import run_admission_loop
-from tenants.admission_snapshot import micros
-from tenants.models import CapacityRequest, Flavor, PriorityClass, Queue
+from quotas.runner.loop import run_admission_loop
+from quotas.runner.inputs import micros
+from quotas.models import CapacityRequest, Flavor, PriorityClass, Queue
 flavor, batch = Flavor.objects.get(name="h100"), PriorityClass.objects.get(name="batch")
 queues = list(
     Queue.objects.select_related("tenant").filter(tenant__slug__startswith="team-").order_by("tenant__slug")
@@ -101,7 +101,7 @@ print(result["admitted"], left, result["cohorts"], f"{{took:.3f}}")
 """
 
 ROOM = """
-from tenants.models import CapacityRequest, Quota
+from quotas.models import CapacityRequest, Quota
 CapacityRequest.objects.filter(tenant__slug="team-99-8", state__in=["pending", "admitted", "active"]).delete()
 Quota.objects.filter(tenant__path__startswith=Quota.objects.get(tenant__slug="team-99-8").tenant.path[:34]).update(nominal=0)
 Quota.objects.filter(tenant__slug="team-99-8").update(nominal={room})

@@ -23,18 +23,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tenants.admission import (  # the path above makes the repo importable
+from quotas.admission import (  # the path above makes the repo importable
     ActiveAllocation,
-    Budget,
-    CapacityRequest,
-    Flavor,
+    BudgetSpec,
     FlavorResource,
-    PriorityClass,
-    Queue,
+    FlavorSpec,
+    PendingRequest,
+    PriorityClassSpec,
     QueueingStrategy,
-    Quota,
+    QueueSpec,
+    QuotaSpec,
     Snapshot,
-    Tenant,
+    TenantNode,
     decide,
     schedule,
 )
@@ -43,22 +43,22 @@ COHORTS = 100
 ALLOCATIONS = 10_000
 PENDING = 1_000
 FLAVORS = (
-    Flavor(
+    FlavorSpec(
         name="h100",
         gpu_model="H100",
         resources=(FlavorResource(name="nvidia.com/gpu", ge_per_unit=Fraction(1)),),
     ),
-    Flavor(
+    FlavorSpec(
         name="a100",
         gpu_model="A100",
         resources=(FlavorResource(name="nvidia.com/gpu", ge_per_unit=Fraction(1)),),
     ),
-    Flavor(
+    FlavorSpec(
         name="h100-mig",
         gpu_model="H100",
         resources=(FlavorResource(name="nvidia.com/mig-3g.40gb", ge_per_unit=Fraction(1, 2)),),
     ),
-    Flavor(
+    FlavorSpec(
         name="t4-hami",
         gpu_model="T4",
         resources=(
@@ -68,10 +68,10 @@ FLAVORS = (
     ),
 )
 CLASSES = (
-    PriorityClass(name="batch", value=100),
-    PriorityClass(name="standard", value=500),
-    PriorityClass(name="urgent", value=1000),
-    PriorityClass(name="system", value=2000, preemptible=False),
+    PriorityClassSpec(name="batch", value=100),
+    PriorityClassSpec(name="standard", value=500),
+    PriorityClassSpec(name="urgent", value=1000),
+    PriorityClassSpec(name="system", value=2000, preemptible=False),
 )
 
 
@@ -88,29 +88,29 @@ def amounts_for(flavor: str, rng: random.Random) -> dict[str, int]:
 def build(seed: int) -> Snapshot:
     rng = random.Random(seed)
     now = datetime(2025, 3, 15, tzinfo=UTC)
-    tenants: list[Tenant] = []
-    quotas: list[Quota] = []
+    tenants: list[TenantNode] = []
+    quotas: list[QuotaSpec] = []
     leaves: list[str] = []
     for c in range(COHORTS):
         root = f"c{c}"
-        tenants.append(Tenant(id=root))
+        tenants.append(TenantNode(id=root))
         quotas += _quotas(root, scale=2, rng=rng)
         for d in range(2):
             dept = f"{root}-d{d}"
-            tenants.append(Tenant(id=dept, parent=root))
+            tenants.append(TenantNode(id=dept, parent=root))
             quotas += _quotas(dept, scale=0, rng=rng, borrowing=rng.choice([None, 20]))
             for t in range(2):
                 team = f"{dept}-t{t}"
-                tenants.append(Tenant(id=team, parent=dept))
+                tenants.append(TenantNode(id=team, parent=dept))
                 quotas += _quotas(team, scale=6, rng=rng, lending=rng.choice([None, 5]))
                 leaves.append(team)
         for p in range(3):
             project = f"{root}-d0-t0-p{p}"
-            tenants.append(Tenant(id=project, parent=f"{root}-d0-t0"))
+            tenants.append(TenantNode(id=project, parent=f"{root}-d0-t0"))
             quotas += _quotas(project, scale=2, rng=rng)
             leaves.append(project)
     queues = [
-        Queue(
+        QueueSpec(
             id=f"{t}-q",
             tenant=t,
             strategy=rng.choice(list(QueueingStrategy)),
@@ -137,7 +137,7 @@ def build(seed: int) -> Snapshot:
         flavor = rng.choice(FLAVORS).name
         tenant = rng.choice(leaves)
         pending.append(
-            CapacityRequest(
+            PendingRequest(
                 id=f"p{i}",
                 tenant=tenant,
                 queue=f"{tenant}-q",
@@ -150,7 +150,7 @@ def build(seed: int) -> Snapshot:
             )
         )
     budgets = [
-        Budget(
+        BudgetSpec(
             tenant=t,
             flavor=None,
             limit_ge_hours=Fraction(rng.randint(5_000, 50_000)),
@@ -182,13 +182,13 @@ def build(seed: int) -> Snapshot:
 
 def _quotas(
     tenant: str, *, scale: int, rng: random.Random, borrowing: int | None = None, lending: int | None = None
-) -> list[Quota]:
+) -> list[QuotaSpec]:
     out = []
     for flavor in FLAVORS:
         for resource in flavor.resources:
             unit = {"nvidia.com/gpumem": 15360, "nvidia.com/gpucores": 100}.get(resource.name, 1)
             out.append(
-                Quota(
+                QuotaSpec(
                     tenant=tenant,
                     flavor=flavor.name,
                     resource=resource.name,

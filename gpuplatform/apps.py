@@ -7,4 +7,10 @@ class GpuplatformConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the ``__any`` lookup on every field before any query is built.
-        from gpuplatform import lookups  # noqa: F401
+        # Makes the project's Celery app (broker and settings from Django) the current one in every
+        # Django process, so tasks queued by name go to the configured broker. Loaded here rather than
+        # in the package's __init__ so that importing a pure module of gpuplatform loads no Celery.
+        from gpuplatform import (
+            celery,  # noqa: F401
+            lookups,  # noqa: F401
+        )

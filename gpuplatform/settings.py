@@ -85,6 +85,8 @@ INSTALLED_APPS = [
     "gpuplatform.ui",
     "tenants",
     "inventory",
+    "quotas",
+    "demo",
 ]
 
 MIDDLEWARE = [
@@ -196,8 +198,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", not REDIS_URL)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # Expire ended requests and decide pending ones again (capacity freed by pods, quota edits).
-    "tenants-admission-loop": {
-        "task": "tenants.run_admission_loop",
+    "quotas-admission-loop": {
+        "task": "quotas.run_admission_loop",
         "schedule": float(env_int("ADMISSION_LOOP_SECONDS", 30)),
     },
 }

@@ -23,10 +23,16 @@ from inventory.api.views import (
     NodeViewSet,
     ResourceClaimViewSet,
 )
-from tenants import queue_views
+from quotas import views as quota_views
+from quotas.api.catalogue import (
+    BudgetViewSet,
+    FlavorViewSet,
+    PriorityClassViewSet,
+    QueueViewSet,
+    QuotaViewSet,
+)
+from quotas.api.requests import CapacityRequestViewSet
 from tenants import views as tenant_views
-from tenants.api.catalog import BudgetViewSet, FlavorViewSet, PriorityClassViewSet, QueueViewSet, QuotaViewSet
-from tenants.api.requests import CapacityRequestViewSet
 from tenants.api.views import MembershipViewSet, TenantViewSet
 
 router = ApiRouter()
@@ -87,10 +93,10 @@ urlpatterns = [
     path("inventory/nodes/<uuid:node_id>/", inventory_views.node_detail, name="inventory-node"),
     path("inventory/fragmentation/", inventory_views.fragmentation, name="inventory-fragmentation"),
     path("inventory/allocations/", inventory_views.allocations, name="inventory-allocations"),
-    path("queues/", queue_views.queue, name="queues"),
-    path("queues/quotas/", queue_views.quota_overview, name="queues-quotas"),
-    path("queues/oversubscription/", queue_views.oversubscription, name="queues-oversubscription"),
-    path("queues/requests/<uuid:request_id>/<str:verdict>/", queue_views.decide, name="queues-decide"),
+    path("queues/", quota_views.queue, name="queues"),
+    path("queues/quotas/", quota_views.quota_overview, name="queues-quotas"),
+    path("queues/oversubscription/", quota_views.oversubscription, name="queues-oversubscription"),
+    path("queues/requests/<uuid:request_id>/<str:verdict>/", quota_views.decide, name="queues-decide"),
     path("<slug:section>/", ui_views.section_placeholder, name="section"),
 ]
 

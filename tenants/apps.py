@@ -1,10 +1,14 @@
 from django.apps import AppConfig
 
+from gpuplatform.ui.panels import register_panel
+
 
 class TenantsConfig(AppConfig):
     name = "tenants"
-    verbose_name = "Tenants, quotas and admission"
+    verbose_name = "Tenants"
 
     def ready(self) -> None:
-        # Register the task names that tenants.dispatch queues by name.
-        from tenants import tasks  # noqa: F401
+        # The panel reads models, which are importable only once the app registry is ready.
+        from tenants.overview import TEMPLATE, overview_context
+
+        register_panel(name="tenants", template=TEMPLATE, context=overview_context, order=10)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 
 from gpuplatform.audit.models import AuditEvent
 from gpuplatform.ui.auth import current_user
-from tenants.models import Membership, Tenant
+from gpuplatform.ui.panels import overview_panels
 
 COMING = {
     "policies": (
@@ -28,13 +29,10 @@ COMING = {
 @login_required
 def overview(request: HttpRequest) -> HttpResponse:
     user = current_user(request)
-    tenants = Tenant.objects.visible_to(user)
-    context = {
-        "tenant_count": tenants.count(),
-        "memberships": Membership.objects.filter(user=user).select_related("tenant").order_by("tenant__path"),
-        "member_count": Membership.objects.visible_to(user).count(),
-        "recent_events": AuditEvent.objects.visible_to(user)[:8],
-    }
+    panels = [
+        render_to_string(panel.template, panel.context(user), request=request) for panel in overview_panels()
+    ]
+    context = {"panels": panels, "recent_events": AuditEvent.objects.visible_to(user)[:8]}
     return render(request, "ui/overview.html", context)
 
 

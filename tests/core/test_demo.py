@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from gpuplatform.demo_seed import seed_demo_organisation
+from demo.seed import seed_demo_organisation
 from tenants.models import Membership, Tenant
 
 pytestmark = pytest.mark.django_db

@@ -7,11 +7,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from gpuplatform.accounts.tokens import issue_api_token
-from tenants.models import PriorityClass
+from quotas.models import PriorityClass
 from tenants.services import add_membership, create_tenant
 from tests.fixtures.people import make_user
 from tests.isolation.routes import api_routes
-from tests.tenants_admission import factories as adm
+from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
 

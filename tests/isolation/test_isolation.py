@@ -19,7 +19,7 @@ from tenants.models import Membership, Tenant
 from tests.inventory import factories as inv
 from tests.isolation.checker import check_isolation
 from tests.isolation.routes import api_routes
-from tests.tenants_admission import factories as adm
+from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
 

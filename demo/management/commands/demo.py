@@ -1,0 +1,90 @@
+"""`python manage.py demo`: migrate, seed the demo organisation, print how to get in, serve."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+import kubesim
+from demo.capacity import seed_demo_capacity
+from demo.seed import seed_demo_cluster, seed_demo_organisation
+from inventory.sync.service import keep_synced, sync_cluster
+from kubesim.controllers import CONTROLLER_NAMES
+
+DEMO_NODES = 24
+
+
+class Command(BaseCommand):
+    help = "Run the demo: SQLite, no other server needed. Seeds a demo organisation and prints logins."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--seed-only", action="store_true", help="Seed and print, do not serve.")
+        parser.add_argument("--nodes", type=int, default=DEMO_NODES, help="Size of the simulated cluster.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        # The demo's cluster is the in-process kubesim on 127.0.0.1, which a production setup refuses.
+        settings.CLUSTER_ALLOW_LOOPBACK = True
+        call_command("migrate", verbosity=0, interactive=False)
+        credentials = seed_demo_organisation()
+        # An in-process simulated cluster (mixed scenario: exclusive, MIG, time-slicing, MPS, HAMi, DRA),
+        # kept synced by a background thread while the server runs.
+        sim = kubesim.start(scenario="mixed", nodes=options["nodes"], seed=1, controllers=_controllers())
+        cluster = seed_demo_cluster(kubeconfig=sim.kubeconfig_path.read_text())
+        stop = threading.Event()
+        sync = threading.Thread(
+            target=keep_synced, kwargs={"cluster": cluster, "stop": stop}, name="demo-inventory", daemon=True
+        )
+        # One cold sync first: flavors are made from the pools it finds.
+        sync_cluster(cluster_id=cluster.pk)
+        seed_demo_capacity(cluster=cluster)
+        if not options["seed_only"]:
+            sync.start()
+        url = f"http://{options['host']}:{options['port']}"
+        lines = [
+            "",
+            "gpuplatform demo",
+            f"  UI:        {url}/",
+            f"  API docs:  {url}/api/docs/",
+            f"  Ready:     {url}/readyz",
+            f"  Log in as platform-admin: {credentials.admin_username} / {credentials.admin_password}",
+            "  (every demo user has that password: alice, bob, rita, carol, dave, erin, frank, fiona, ivan)",
+            "  API tokens (read+write):",
+        ]
+        for who, token in credentials.tokens.items():
+            lines.append(f"    {who}: {token}")
+        first = next(iter(credentials.tokens.values()))
+        lines += [
+            "  Try:",
+            f'    curl -H "Authorization: Bearer {first}" {url}/api/v1/me/',
+            f'    curl -H "Authorization: Bearer {first}" {url}/api/v1/tenants/',
+            "  Request capacity (alice for vision, 1 H100; pending ones say why and where they stand):",
+            f'    curl -X POST -H "Authorization: Bearer {first}" -H "Content-Type: application/json" \\',
+            '         -H "Idempotency-Key: demo-$(date +%s)" \\',
+            '         -d \'{"tenant": "vision", "flavor": "h100", "amount": 1}\' \\',
+            f"         {url}/api/v1/capacity-requests/",
+            f"  Queues, quotas, approvals: {url}/queues/",
+            "",
+        ]
+        self.stdout.write("\n".join(lines))
+        self.stdout.write(f"  Inventory: {url}/inventory/ (kubesim at {sim.url}, synced in the background)")
+        try:
+            if options["seed_only"]:
+                return
+            call_command(
+                "runserver", f"{options['host']}:{options['port']}", use_reloader=False, use_threading=True
+            )
+        finally:
+            stop.set()
+            sim.stop()
+
+
+def _controllers() -> Any:
+    """Every controller, churn included, so the inventory visibly moves while the demo runs."""
+    return list(CONTROLLER_NAMES)

@@ -1,0 +1,216 @@
+"""REST for capacity requests: submit (with Idempotency-Key), list, cancel, release, approve, reject."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_filters
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, serializers, status
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
+from gpuplatform.api.viewsets import ScopedViewSet
+from quotas.models import CapacityRequest, RequestState, RequestTransition
+from quotas.services import requests as request_services
+
+MAX_DURATION_SECONDS = 366 * 24 * 3600
+
+
+class TransitionListSerializer(serializers.ListSerializer[Any]):
+    """A request just submitted has its transitions in memory (``transitions_of`` in the context):
+    no read back."""
+
+    def get_attribute(self, instance: Any) -> Any:
+        known = self.context.get("transitions_of", {})
+        if instance.pk in known:
+            return known[instance.pk]
+        return super().get_attribute(instance)
+
+
+class TransitionSerializer(serializers.ModelSerializer[RequestTransition]):
+    actor = serializers.CharField(source="actor.username", default=None, read_only=True)
+
+    class Meta:
+        model = RequestTransition
+        fields = ["from_state", "to_state", "reason_code", "message", "actor", "at"]
+        list_serializer_class = TransitionListSerializer
+
+
+class CapacityRequestSerializer(StrictModelSerializer):
+    tenant_slug = serializers.CharField(source="tenant.slug", read_only=True)
+    queue_name = serializers.CharField(source="queue.name", read_only=True)
+    flavor_name = serializers.CharField(source="flavor.name", read_only=True)
+    priority_class_name = serializers.CharField(source="priority_class.name", read_only=True)
+    created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+    transitions = TransitionSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = CapacityRequest
+        fields = [
+            "id",
+            "tenant",
+            "tenant_slug",
+            "queue",
+            "queue_name",
+            "flavor",
+            "flavor_name",
+            "priority_class",
+            "priority_class_name",
+            "amounts",
+            "ge",
+            "duration_seconds",
+            "reason",
+            "state",
+            "reason_code",
+            "message",
+            "queue_position",
+            "cohort_position",
+            "borrowed",
+            "warnings",
+            "approval",
+            "preempted_by",
+            "cluster_objects",
+            "created_by",
+            "created_at",
+            "admitted_at",
+            "active_at",
+            "expires_at",
+            "ended_at",
+            "transitions",
+        ]
+        read_only_fields = fields
+
+
+class SubmitSerializer(StrictSerializer):
+    """A request names its tenant (id or slug), flavor and priority class (id or name); the queue is
+    optional (the tenant's first queue). ``amount`` for one-resource flavors, ``amounts`` per resource."""
+
+    tenant = serializers.CharField(max_length=63, required=False)
+    queue = serializers.CharField(max_length=63, required=False)
+    flavor = serializers.CharField(max_length=63)
+    priority_class = serializers.CharField(max_length=63, required=False)
+    amount = serializers.IntegerField(min_value=1, max_value=10**9, required=False)
+    amounts = serializers.DictField(
+        child=serializers.IntegerField(min_value=0, max_value=10**12), required=False, allow_empty=False
+    )
+    duration_seconds = serializers.IntegerField(
+        min_value=60, max_value=MAX_DURATION_SECONDS, required=False, allow_null=True
+    )
+    reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("amount" in attrs) == ("amounts" in attrs):
+            raise serializers.ValidationError({"amount": "Give exactly one of amount or amounts."})
+        if "amounts" in attrs and not any(attrs["amounts"].values()):
+            raise serializers.ValidationError({"amounts": "At least one amount must be positive."})
+        return attrs
+
+
+class NoteSerializer(StrictSerializer):
+    note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+
+
+class CapacityRequestFilter(django_filters.FilterSet):
+    tenant = django_filters.UUIDFilter(field_name="tenant_id")
+    tenant_slug = django_filters.CharFilter(field_name="tenant__slug")
+    flavor = django_filters.UUIDFilter(field_name="flavor_id")
+    flavor_name = django_filters.CharFilter(field_name="flavor__name")
+    queue = django_filters.UUIDFilter(field_name="queue_id")
+    state = django_filters.MultipleChoiceFilter(choices=RequestState.choices)
+    approval = django_filters.CharFilter()
+    reason_code = django_filters.CharFilter()
+
+    class Meta:
+        model = CapacityRequest
+        fields = [
+            "tenant",
+            "tenant_slug",
+            "flavor",
+            "flavor_name",
+            "queue",
+            "state",
+            "approval",
+            "reason_code",
+        ]
+
+
+IDEMPOTENCY = OpenApiParameter(
+    "Idempotency-Key",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="8-128 of [A-Za-z0-9._:-]; the same key and body return the same request.",
+)
+
+
+class CapacityRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """Requests for GPU capacity: pending ones say why they wait and where they stand in line."""
+
+    queryset = CapacityRequest.objects.select_related(
+        "tenant", "queue", "flavor", "priority_class", "created_by"
+    ).prefetch_related("transitions__actor")
+    serializer_class = CapacityRequestSerializer
+    filterset_class = CapacityRequestFilter
+
+    def _detail(self, request_obj: CapacityRequest, code: int = status.HTTP_200_OK) -> Response:
+        fresh = self.get_queryset().get(pk=request_obj.pk)
+        return Response(
+            CapacityRequestSerializer(fresh, context=self.get_serializer_context()).data, status=code
+        )
+
+    @extend_schema(
+        request=SubmitSerializer,
+        responses={201: CapacityRequestSerializer, 200: CapacityRequestSerializer},
+        parameters=[IDEMPOTENCY],
+    )
+    def create(self, request: Request) -> Response:
+        key = request_services.check_idempotency_key(request.headers.get("Idempotency-Key"))
+        body = SubmitSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        submitted = request_services.submit_request(
+            actor=self.actor, idempotency_key=key, **body.validated_data
+        )
+        if not submitted.created:
+            return self._detail(submitted.request)
+        # The new request is in memory, decided, with its tenant, queue, flavor, class and transitions.
+        created = submitted.request
+        context = {
+            **self.get_serializer_context(),
+            "transitions_of": {created.pk: list(submitted.transitions)},
+        }
+        return Response(
+            CapacityRequestSerializer(created, context=context).data, status=status.HTTP_201_CREATED
+        )
+
+    @extend_schema(request=None, responses=CapacityRequestSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str) -> Response:
+        return self._detail(request_services.cancel_request(actor=self.actor, request_id=pk))
+
+    @extend_schema(request=None, responses=CapacityRequestSerializer)
+    @action(detail=True, methods=["post"])
+    def release(self, request: Request, pk: str) -> Response:
+        return self._detail(request_services.release_request(actor=self.actor, request_id=pk))
+
+    @extend_schema(request=NoteSerializer, responses=CapacityRequestSerializer)
+    @action(detail=True, methods=["post"])
+    def approve(self, request: Request, pk: str) -> Response:
+        return self._decide(request, approve=True)
+
+    @extend_schema(request=NoteSerializer, responses=CapacityRequestSerializer)
+    @action(detail=True, methods=["post"])
+    def reject(self, request: Request, pk: str) -> Response:
+        return self._decide(request, approve=False)
+
+    def _decide(self, request: Request, *, approve: bool) -> Response:
+        found = self.get_object()  # 404 for what the caller cannot see, before judging the body
+        note = NoteSerializer(data=request.data)
+        note.is_valid(raise_exception=True)
+        decided = request_services.decide_approval(
+            actor=self.actor, request_id=found.pk, approve=approve, note=note.validated_data["note"]
+        )
+        return self._detail(decided)

@@ -1,0 +1,19 @@
+"""Quota models: the capacity catalogue (flavors, quotas, budgets, priority classes, queues) and the
+capacity requests decided against it."""
+
+from quotas.models.catalogue import Budget, Flavor, FlavorKind, PriorityClass, Queue, QueueingStrategy, Quota
+from quotas.models.requests import CapacityRequest, FlavorHold, RequestState, RequestTransition
+
+__all__ = [
+    "Budget",
+    "CapacityRequest",
+    "Flavor",
+    "FlavorHold",
+    "FlavorKind",
+    "PriorityClass",
+    "Queue",
+    "QueueingStrategy",
+    "Quota",
+    "RequestState",
+    "RequestTransition",
+]

@@ -1,0 +1,212 @@
+"""The authoritative admission: snapshot the cohort, decide with the pure engine, persist, in the
+caller's transaction under the locks of `quotas.runner.locks`."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from gpuplatform.bulk_update import update_each
+from quotas import admission as engine
+from quotas.lifecycle import ActorKind, Event, Move, move_requests
+from quotas.models import CapacityRequest, Flavor, RequestTransition
+from quotas.runner.inputs import Explained, Names, build_snapshot, ge_of, micros, physical_free
+from quotas.runner.locks import lock_flavors
+
+MAX_PASSES = 3  # a pass that preempts may let more in on the next; three is plenty in practice
+
+
+@dataclass
+class AdmissionRun:
+    """What one admission run did, for callers and for queueing materialisation after commit."""
+
+    decisions: dict[str, engine.Decision] = field(default_factory=dict)
+    admitted: list[uuid.UUID] = field(default_factory=list)
+    preempted: list[uuid.UUID] = field(default_factory=list)
+
+
+def _loans(decision: engine.Decision) -> list[dict[str, Any]]:
+    return [
+        {"lender": loan.lender, "resource": loan.resource, "amount": loan.amount, "ge": str(loan.ge)}
+        for loan in decision.borrowed
+    ]
+
+
+def decide_cohort(
+    *,
+    root_path: str,
+    flavors: list[Flavor],
+    now: datetime,
+    extra: list[CapacityRequest] | None = None,
+    check: Callable[[engine.Snapshot], None] | None = None,
+    only: str | None = None,
+) -> tuple[AdmissionRun, Names]:
+    """Run the engine over the cohort: `schedule` passes until no preemption frees more. The caller
+    holds the cohort lock; this takes the flavor locks last and returns holding them, so the caller's
+    writes follow at once. ``check`` may refuse (raise) on the first snapshot, before any flavor lock."""
+    key = tuple(sorted(str(f.pk) for f in flavors))
+    guess = _last_free.get(key)
+    snapshot, names = build_snapshot(
+        root_path=root_path,
+        flavors=flavors,
+        now=now,
+        free=guess if guess is not None else physical_free(flavors),
+        extra=extra or [],
+    )
+    if check is not None:
+        check(snapshot)
+    outcome = _decide(snapshot, only)
+    lock_flavors(flavor_ids=[f.pk for f in flavors])
+    exact = physical_free(flavors)
+    if exact != snapshot.free:  # another cohort took or freed capacity meanwhile: decide again
+        outcome = _decide(replace(snapshot, free=exact), only)
+    if len(_last_free) > 1_000:
+        _last_free.clear()
+    _last_free[key] = _free_after(exact, outcome, snapshot)
+    return outcome, names
+
+
+def _free_after(
+    free: dict[str, dict[str, int]], outcome: AdmissionRun, snapshot: engine.Snapshot
+) -> dict[str, dict[str, int]]:
+    """Free capacity once this outcome is written (what it admits taken; what it preempts left out,
+    so the guess errs towards deciding again rather than towards admitting)."""
+    after = {flavor: dict(per_resource) for flavor, per_resource in free.items()}
+    pending = snapshot.index.pending
+    for rid, decision in outcome.decisions.items():
+        req = pending.get(rid)
+        if decision.admitted and req is not None and req.flavor in after:
+            for resource, amount in req.amounts.items():
+                after[req.flavor][resource] = after[req.flavor].get(resource, 0) - amount
+    return after
+
+
+# The free capacity each flavor set last had in this process. Only a first guess to decide on before
+# the flavor lock: the decision is always checked against capacity read under it.
+_last_free: dict[tuple[str, ...], dict[str, dict[str, int]]] = {}
+
+
+def _decide(snapshot: engine.Snapshot, only: str | None) -> AdmissionRun:
+    outcome = AdmissionRun()
+    if only is not None:
+        # The fast path for a new arrival: decide it alone. It cannot make room for anyone else
+        # (it only takes capacity), so the other pending requests' decisions stand as they are;
+        # the loop refreshes their positions.
+        decision = engine.decide(snapshot=snapshot, request_id=only)
+        outcome.decisions[decision.request_id] = decision
+        return outcome
+    for _ in range(MAX_PASSES):
+        result = engine.schedule(snapshot=snapshot)
+        for decision in result:
+            outcome.decisions[decision.request_id] = decision
+        if not any(d.victims for d in result if d.admitted):
+            break
+        snapshot = engine.advance(snapshot=snapshot, decisions=result)
+    return outcome
+
+
+def persist(*, outcome: AdmissionRun, names: Names, now: datetime) -> list[RequestTransition]:
+    """Write what the engine decided: admissions, preemptions, and why the rest still wait. The
+    snapshot's unsaved requests are inserted here, submitted and already in their decided state, all
+    through `quotas.lifecycle`. Returns the transitions written."""
+    decisions = outcome.decisions
+    victims = {v.request_id: (d, v) for d in decisions.values() if d.admitted for v in d.victims}
+    # Rows that change state are read whole (they are few); waiting rows were read by the snapshot.
+    moving = [rid for rid, d in decisions.items() if d.admitted] + list(victims)
+    saved = [uuid.UUID(rid) for rid in moving if rid not in names.unsaved]
+    full: dict[str, CapacityRequest] = dict(names.unsaved)
+    if saved:
+        full.update((str(r.pk), r) for r in CapacityRequest.objects.filter(pk__in=saved))
+    submitted = {
+        rid: Move(
+            request=row,
+            event=Event.SUBMIT,
+            by=ActorKind.REQUESTER,
+            actor=row.created_by,
+            reason_code="submitted",
+            message=row.reason,
+        )
+        for rid, row in names.unsaved.items()
+    }
+    moves: list[Move] = list(submitted.values())
+    explained: list[CapacityRequest] = []
+    order = micros(now)
+    for rid, decision in decisions.items():
+        if decision.admitted and rid not in victims:
+            order += 1
+            row = full[rid]
+            moves.append(
+                Move(
+                    request=row,
+                    event=Event.ADMIT,
+                    by=ActorKind.SYSTEM,
+                    reason_code=str(decision.outcome),
+                    message=decision.message,
+                    changes={
+                        "admitted_at": now,
+                        "admitted_order": order,
+                        "expires_at": None if row.duration is None else now + row.duration,
+                        "borrowed": _loans(decision),
+                        "warnings": [{"code": w.code, "message": w.message} for w in decision.warnings],
+                    },
+                )
+            )
+            outcome.admitted.append(row.pk)
+        elif not decision.admitted:
+            reason = str(decision.reason or "")
+            now_explained = Explained(
+                reason, decision.message, decision.queue_position, decision.cohort_position
+            )
+            if rid in submitted:
+                # A new request that waits: inserted pending, explained by its decision.
+                submitted[rid].changes.update(
+                    reason_code=reason,
+                    message=decision.message,
+                    queue_position=decision.queue_position,
+                    cohort_position=decision.cohort_position,
+                )
+            elif names.explained[rid] != now_explained:  # most waits are unchanged: leave those rows
+                explained.append(
+                    CapacityRequest(
+                        pk=uuid.UUID(rid),
+                        reason_code=reason,
+                        message=decision.message,
+                        queue_position=decision.queue_position,
+                        cohort_position=decision.cohort_position,
+                        updated_at=now,
+                    )
+                )
+    for rid, (by, victim) in victims.items():
+        message = (
+            f"Preempted by request {by.request_id} of {by.tenant!r} "
+            + ("to reclaim its nominal quota" if victim.cause == "reclaim" else "of higher priority")
+            + "; the cluster objects of this request are lowered or removed."
+        )
+        moves.append(
+            Move(
+                request=full[rid],
+                event=Event.PREEMPT,
+                by=ActorKind.SYSTEM,
+                reason_code="preempted",
+                message=message,
+                changes={"preempted_by_id": uuid.UUID(by.request_id)},
+            )
+        )
+        outcome.preempted.append(full[rid].pk)
+    if explained:
+        update_each(
+            CapacityRequest,
+            explained,
+            ["reason_code", "message", "queue_position", "cohort_position", "updated_at"],
+        )
+    return move_requests(moves=moves, now=now)
+
+
+def request_ge(flavor: Flavor, amounts: dict[str, int]) -> Decimal:
+    """The request's GE for display and burn (the engine keeps the exact fraction)."""
+    ge = ge_of(flavor, amounts)
+    return Decimal(ge.numerator) / Decimal(ge.denominator)

@@ -1,0 +1,348 @@
+"""Reads the database into the pure admission engine's `Snapshot`, scoped to one cohort and flavors.
+
+Scoping matters: a full-fleet snapshot costs ~200 ms, while a decision only ever looks at the
+requesting tenant's tree (quota is lent only within a cohort) and its flavor (one flavor per request;
+physical capacity is per flavor). Engine names are slugs and flavor/class names, so the engine's
+messages read well; `Names` maps them back to rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from fractions import Fraction
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import BigIntegerField, Q, Sum
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
+
+from inventory.selectors import cached_pool_resource_capacity
+from quotas import admission as engine
+from quotas.admission.snapshot import hours
+from quotas.models import Budget, CapacityRequest, Flavor, FlavorHold
+from quotas.models.requests import HOLDING, RequestState
+from quotas.runner.catalogue import catalogue_of
+
+MICROS = 1_000_000
+# Only what deciding and explaining need, as tuples: model instances (and the JSON of loans, warnings
+# and cluster objects) for a hundred holders would cost more than the decision itself.
+LIVE_FIELDS = (
+    "id",
+    "tenant_id",
+    "queue_id",
+    "flavor_id",
+    "priority_class_id",
+    "amounts",
+    "created_order",
+    "duration_seconds",
+    "approval",
+    "state",
+    "admitted_order",
+    "expires_at",
+    "reason_code",
+    "message",
+    "queue_position",
+    "cohort_position",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Explained:
+    """How a live request explains itself now: persist rewrites it only when a decision changes it."""
+
+    reason_code: str
+    message: str
+    queue_position: int | None
+    cohort_position: int | None
+
+
+def micros(moment: datetime) -> int:
+    """A monotonic-enough integer order from a timestamp (ties fall back to the request id)."""
+    return int(moment.timestamp() * MICROS)
+
+
+def month_bounds(now: datetime) -> tuple[datetime, datetime]:
+    """Start and end of the billing month containing ``now``, cut in BILLING_TIMEZONE."""
+    local = now.astimezone(ZoneInfo(settings.BILLING_TIMEZONE))
+    start = local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = (start + timedelta(days=32)).replace(day=1)
+    return start, end
+
+
+def root_id_of(path: str) -> uuid.UUID:
+    return uuid.UUID(path.strip("/").split("/")[0])
+
+
+def ge_of(flavor: Flavor, amounts: dict[str, int]) -> Fraction:
+    units = flavor.ge_per_unit()
+    return max((units.get(r, Fraction(0)) * a for r, a in amounts.items()), default=Fraction(0))
+
+
+def engine_flavor(flavor: Flavor) -> engine.FlavorSpec:
+    return engine.FlavorSpec(
+        name=flavor.name,
+        gpu_model=flavor.gpu_model,
+        resources=tuple(
+            engine.FlavorResource(name=name, ge_per_unit=ge) for name, ge in flavor.ge_per_unit().items()
+        ),
+    )
+
+
+def held_by_flavor(flavors: list[Flavor]) -> dict[uuid.UUID, dict[str, int]]:
+    """What admitted and active requests hold, per flavor and resource. On PostgreSQL one indexed read
+    of the trigger-kept `FlavorHold` counters; on SQLite (the demo) a sum over the holding requests."""
+    held: dict[uuid.UUID, dict[str, int]] = {f.pk: {} for f in flavors}
+    if connection.vendor == "postgresql":
+        for flavor_id, resource, total in FlavorHold.objects.filter(flavor__in=flavors).values_list(
+            "flavor_id", "resource", "held"
+        ):
+            held[flavor_id][resource] = total
+        return held
+    names = sorted({r for flavor in flavors for r in flavor.resource_names})
+    sums = {
+        f"r{i}": Sum(Cast(KeyTextTransform(r, "amounts"), BigIntegerField())) for i, r in enumerate(names)
+    }
+    rows = (
+        CapacityRequest.objects.filter(flavor__in=flavors, state__in=HOLDING)
+        .values("flavor_id")
+        .annotate(**sums)
+        .order_by()
+        .values_list("flavor_id", *sums)
+    )
+    for flavor_id, *totals in rows:
+        held[flavor_id] = {r: int(total or 0) for r, total in zip(names, totals, strict=True)}
+    return held
+
+
+def physical_free(flavors: Iterable[Flavor]) -> dict[str, dict[str, int]]:
+    """Physical capacity of each flavor's pool minus what admitted requests (all tenants) hold."""
+    flavors = list(flavors)
+    capacity = cached_pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id])
+    held = held_by_flavor(flavors)
+    free: dict[str, dict[str, int]] = {}
+    for flavor in flavors:
+        pool = capacity.get(flavor.pool_id, {}) if flavor.pool_id else {}
+        free[flavor.name] = {r: pool.get(r, 0) - held[flavor.pk].get(r, 0) for r in flavor.resource_names}
+    return free
+
+
+@dataclass
+class Names:
+    """What persisting a decision needs of the rows the snapshot read: how each live request explains
+    itself now, and the unsaved requests to insert."""
+
+    explained: dict[str, Explained] = field(default_factory=dict)  # the live requests read, by id
+    unsaved: dict[str, CapacityRequest] = field(default_factory=dict)  # `extra` requests, by id
+
+
+def request_record(
+    *,
+    rid: str,
+    tenant: str,
+    queue: str,
+    flavor: str,
+    klass: str,
+    amounts: dict[str, int],
+    created_order: int,
+    duration_seconds: int | None,
+    approval: str,
+) -> engine.PendingRequest:
+    """A pending request as the engine sees it, from a stored row's values or an unsaved request's."""
+    return engine.PendingRequest(
+        id=rid,
+        tenant=tenant,
+        queue=queue,
+        flavor=flavor,
+        amounts={r: int(a) for r, a in amounts.items()},
+        priority_class=klass,
+        created_order=created_order,
+        duration=None if duration_seconds is None else timedelta(seconds=duration_seconds),
+        requires_approval=approval != "not-required",
+        approved=approval == "approved",
+    )
+
+
+def build_snapshot(
+    *,
+    root_path: str,
+    flavors: list[Flavor],
+    now: datetime,
+    free: dict[str, dict[str, int]],
+    extra: Iterable[CapacityRequest] = (),
+) -> tuple[engine.Snapshot, Names]:
+    """The cohort under ``root_path`` for ``flavors``, plus ``extra`` unsaved pending requests, with
+    ``free`` physical capacity (see `physical_free`; the caller decides when to read it)."""
+    names = Names()
+    flavor_ids = [f.pk for f in flavors]
+    catalogue = catalogue_of(root_path=root_path, flavors=flavors)
+    slug_of, class_name, queue_of = catalogue.slug_of, catalogue.class_name, catalogue.queue_of
+    flavor_name = {f.pk: f.name for f in flavors}
+    live = CapacityRequest.objects.filter(
+        tenant_id__in=slug_of, flavor_id__in=flavor_ids, state__in=[*HOLDING, RequestState.PENDING]
+    ).values_list(*LIVE_FIELDS)
+    active: list[engine.ActiveAllocation] = []
+    pending: list[engine.PendingRequest] = []
+    for (
+        pk,
+        tenant_id,
+        queue_id,
+        flavor_id,
+        class_id,
+        amounts,
+        created_order,
+        duration_seconds,
+        approval,
+        state,
+        admitted_order,
+        expires_at,
+        reason_code,
+        message,
+        queue_position,
+        cohort_position,
+    ) in live:
+        rid = str(pk)
+        names.explained[rid] = Explained(reason_code, message, queue_position, cohort_position)
+        tenant, flavor = slug_of[tenant_id], flavor_name[flavor_id]
+        if state == RequestState.PENDING:
+            pending.append(
+                request_record(
+                    rid=rid,
+                    tenant=tenant,
+                    queue=queue_of[queue_id],
+                    flavor=flavor,
+                    klass=class_name[class_id],
+                    amounts=amounts,
+                    created_order=created_order,
+                    duration_seconds=duration_seconds,
+                    approval=approval,
+                )
+            )
+        else:
+            active.append(
+                engine.ActiveAllocation(
+                    request_id=rid,
+                    tenant=tenant,
+                    flavor=flavor,
+                    amounts={r: int(a) for r, a in amounts.items()},
+                    priority_class=class_name[class_id],
+                    admitted_order=admitted_order or 0,
+                    ends_at=expires_at,
+                )
+            )
+    for req in extra:
+        rid = str(req.pk)
+        names.unsaved[rid] = req
+        names.explained[rid] = Explained(req.reason_code, req.message, None, None)
+        pending.append(
+            request_record(
+                rid=rid,
+                tenant=slug_of[req.tenant_id],
+                queue=queue_of[req.queue_id],
+                flavor=flavor_name[req.flavor_id],
+                klass=class_name[req.priority_class_id],
+                amounts=req.amounts,
+                created_order=req.created_order,
+                duration_seconds=req.duration_seconds,
+                approval=req.approval,
+            )
+        )
+    month_start, month_end = month_bounds(now)
+    budgets = _budgets(
+        catalogue.budget_rows, slug_of, flavors, now=now, month_start=month_start, month_end=month_end
+    )
+    snapshot = engine.Snapshot(
+        now=now,
+        month_end=month_end,
+        flavors=tuple(engine_flavor(f) for f in flavors),
+        tenants=catalogue.tenants,
+        quotas=catalogue.quotas,
+        priority_classes=catalogue.priority_classes,
+        queues=catalogue.queues,
+        free=free,
+        budgets=budgets,
+        active=tuple(active),
+        pending=tuple(pending),
+    )
+    return snapshot, names
+
+
+def _budgets(
+    rows: tuple[Budget, ...],
+    slug_of: dict[uuid.UUID, str],
+    flavors: list[Flavor],
+    *,
+    now: datetime,
+    month_start: datetime,
+    month_end: datetime,
+) -> tuple[engine.BudgetSpec, ...]:
+    """Budgets of the cohort, with burn to date. A tenant-wide budget also counts, as burned, what
+    holders of flavors outside this snapshot will still burn: the engine only sees these flavors."""
+    flavor_ids = {f.pk for f in flavors}
+    if not rows:
+        return ()
+    burn = burned_ge_hours(tenant_ids=[b.tenant_id for b in rows], now=now, month_start=month_start)
+    outside = committed_outside(
+        tenant_ids=[b.tenant_id for b in rows if b.flavor_id is None],
+        flavor_ids=flavor_ids,
+        now=now,
+        month_end=month_end,
+    )
+    flavor_name = {f.pk: f.name for f in flavors}
+    result = []
+    for b in rows:
+        if b.flavor_id is None:
+            burned = sum(burn[b.tenant_id].values(), Fraction(0)) + outside.get(b.tenant_id, Fraction(0))
+        else:
+            burned = burn[b.tenant_id].get(b.flavor_id, Fraction(0))
+        result.append(
+            engine.BudgetSpec(
+                tenant=slug_of[b.tenant_id],
+                flavor=flavor_name[b.flavor_id] if b.flavor_id else None,
+                limit_ge_hours=Fraction(b.limit_ge_hours),
+                burned_ge_hours=burned,
+                hard=b.hard,
+            )
+        )
+    return tuple(result)
+
+
+def burned_ge_hours(
+    *, tenant_ids: list[uuid.UUID], now: datetime, month_start: datetime
+) -> dict[uuid.UUID, dict[uuid.UUID, Fraction]]:
+    """GE-hours each tenant's requests held this month so far, per flavor (from request intervals;
+    metering's usage ledger replaces this once it exists)."""
+    burn: dict[uuid.UUID, dict[uuid.UUID, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    rows = (
+        CapacityRequest.objects.filter(tenant_id__in=tenant_ids, admitted_at__isnull=False)
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=month_start))
+        .values_list("tenant_id", "flavor_id", "ge", "admitted_at", "ended_at")
+    )
+    for tenant, flavor, ge, admitted_at, ended_at in rows:
+        start, end = max(admitted_at or month_start, month_start), min(ended_at or now, now)
+        if end > start:
+            burn[tenant][flavor] += Fraction(Decimal(ge)) * hours(end - start)
+    return burn
+
+
+def committed_outside(
+    *, tenant_ids: list[uuid.UUID], flavor_ids: set[uuid.UUID], now: datetime, month_end: datetime
+) -> dict[uuid.UUID, Fraction]:
+    if not tenant_ids:
+        return {}
+    committed: dict[uuid.UUID, Fraction] = defaultdict(Fraction)
+    rows = (
+        CapacityRequest.objects.filter(tenant_id__in=tenant_ids, state__in=HOLDING)
+        .exclude(flavor_id__in=flavor_ids)
+        .values_list("tenant_id", "ge", "expires_at")
+    )
+    for tenant, ge, expires_at in rows:
+        end = month_end if expires_at is None else min(expires_at, month_end)
+        committed[tenant] += Fraction(Decimal(ge)) * hours(end - now)
+    return committed

@@ -1,0 +1,81 @@
+"""The admission loop: expire what ran out, then decide every cohort with pending requests again.
+
+Runs from Celery beat and after changes to capacity, quotas or priorities. Each cohort is decided in
+its own transaction under its locks, so one busy tree never holds up another.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from gpuplatform.audit.services import record_event
+from quotas.dispatch import materialise_after_commit
+from quotas.lifecycle import ActorKind, Event, Move, move_requests
+from quotas.models import CapacityRequest, Flavor
+from quotas.models.requests import HOLDING, RequestState
+from quotas.runner.decide import AdmissionRun, decide_cohort, persist
+from quotas.runner.inputs import root_id_of
+from quotas.runner.locks import lock_cohorts
+
+
+def expire_requests(*, now: datetime) -> list[uuid.UUID]:
+    """End admitted requests whose duration is over. Claims each by conditional UPDATE, so two
+    loops never expire one twice; idempotent."""
+    expired: list[uuid.UUID] = []
+    due = CapacityRequest.objects.filter(state__in=HOLDING, expires_at__lte=now).only("pk", "state")
+    message = "The requested duration is over; its cluster objects are lowered or removed."
+    for due_row in due:
+        pk = due_row.pk
+        with transaction.atomic():
+            move = Move(
+                request=due_row,
+                event=Event.EXPIRE,
+                by=ActorKind.SYSTEM,
+                reason_code="expired",
+                message=message,
+            )
+            if not move_requests(moves=[move], now=now, claim=True):
+                continue  # someone else moved it first
+            row = CapacityRequest.objects.get(pk=pk)
+            record_event(
+                actor=None, action="capacity_request.expired", obj=row, after={"state": RequestState.EXPIRED}
+            )
+            materialise_after_commit([pk])
+        expired.append(pk)
+    return expired
+
+
+def readmit(*, root_path: str, flavors: list[Flavor], now: datetime) -> AdmissionRun:
+    """Decide every pending request of the cohort on these flavors again. Locks flavors and root;
+    idempotent (a second run with nothing changed admits nothing more)."""
+    with transaction.atomic():
+        lock_cohorts(root_ids=[root_id_of(root_path)])
+        outcome, names = decide_cohort(root_path=root_path, flavors=flavors, now=now)
+        persist(outcome=outcome, names=names, now=now)
+        materialise_after_commit([*outcome.admitted, *outcome.preempted])
+    return outcome
+
+
+def run_admission_loop(*, now: datetime | None = None) -> dict[str, Any]:
+    """Expire, then re-decide each cohort that has pending requests; idempotent."""
+    now = now or timezone.now()
+    expired = expire_requests(now=now)
+    cohorts: dict[str, set[uuid.UUID]] = defaultdict(set)
+    for path, flavor_id in (
+        CapacityRequest.objects.filter(state=RequestState.PENDING)
+        .values_list("tenant__path", "flavor_id")
+        .distinct()
+    ):
+        cohorts[f"/{root_id_of(path).hex}/"].add(flavor_id)
+    admitted = 0
+    for root_path, flavor_ids in sorted(cohorts.items()):
+        flavors = list(Flavor.objects.filter(pk__in=flavor_ids).order_by("pk"))
+        outcome = readmit(root_path=root_path, flavors=flavors, now=now)
+        admitted += len(outcome.admitted)
+    return {"expired": len(expired), "cohorts": len(cohorts), "admitted": admitted}

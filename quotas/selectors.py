@@ -1,0 +1,111 @@
+"""Reads for the queue pages: quota use per tenant and flavor, budget burn, oversubscription."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+from inventory.selectors import cached_pool_resource_capacity
+from quotas.models import Budget, CapacityRequest, Flavor, Quota
+from quotas.models.requests import HOLDING
+from quotas.runner.inputs import burned_ge_hours, month_bounds
+
+
+@dataclass(frozen=True)
+class QuotaBar:
+    tenant: str
+    flavor: str
+    resource: str
+    nominal: int
+    in_use: int
+
+    @property
+    def borrowed(self) -> int:
+        return max(0, self.in_use - self.nominal)
+
+    @property
+    def scale(self) -> int:
+        return max(self.nominal, self.in_use, 1)
+
+    def percent(self, value: int) -> float:
+        return round(100 * value / self.scale, 1)
+
+    @property
+    def use_percent(self) -> float:
+        return self.percent(min(self.in_use, self.nominal))
+
+    @property
+    def borrow_percent(self) -> float:
+        return self.percent(self.borrowed)
+
+
+def quota_bars(*, quotas: Any) -> list[QuotaBar]:
+    """One bar per visible quota row: nominal, in use (admitted and active requests), borrowed."""
+    rows = list(quotas.select_related("tenant", "flavor").order_by("tenant__path", "flavor__name"))
+    held: dict[tuple[uuid.UUID, uuid.UUID, str], int] = defaultdict(int)
+    for tenant, flavor, amounts in CapacityRequest.objects.filter(
+        tenant_id__in={q.tenant_id for q in rows}, state__in=HOLDING
+    ).values_list("tenant_id", "flavor_id", "amounts"):
+        for r, a in amounts.items():
+            held[(tenant, flavor, r)] += int(a)
+    return [
+        QuotaBar(
+            q.tenant.slug, q.flavor.name, q.resource, q.nominal, held[(q.tenant_id, q.flavor_id, q.resource)]
+        )
+        for q in rows
+    ]
+
+
+def budget_burn(*, budgets: Any, now: datetime) -> list[dict[str, Any]]:
+    rows = list(budgets.select_related("tenant", "flavor"))
+    start, _ = month_bounds(now)
+    burn = burned_ge_hours(tenant_ids=[b.tenant_id for b in rows], now=now, month_start=start)
+    result = []
+    for b in rows:
+        per_flavor = burn.get(b.tenant_id, {})
+        burned = (
+            sum(per_flavor.values(), Fraction(0))
+            if b.flavor_id is None
+            else per_flavor.get(b.flavor_id, Fraction(0))
+        )
+        limit = Fraction(b.limit_ge_hours)
+        result.append(
+            {
+                "budget": b,
+                "burned": round(float(burned), 2),
+                "percent": min(100.0, round(100 * float(burned / limit), 1)) if limit else 100.0,
+            }
+        )
+    return result
+
+
+def oversubscription() -> list[dict[str, Any]]:
+    """Per flavor and resource: the sum of nominal quota against the pool's physical capacity."""
+    flavors = list(Flavor.objects.select_related("pool"))
+    capacity = cached_pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id])
+    nominal: dict[tuple[uuid.UUID, str], int] = defaultdict(int)
+    for flavor, resource, value in Quota.objects.values_list("flavor_id", "resource", "nominal"):
+        nominal[(flavor, resource)] += value
+    rows = []
+    for f in flavors:
+        for r in f.resource_names:
+            physical = capacity.get(f.pool_id, {}).get(r, 0) if f.pool_id else 0
+            total = nominal[(f.pk, r)]
+            rows.append(
+                {
+                    "flavor": f,
+                    "resource": r,
+                    "nominal": total,
+                    "physical": physical,
+                    "ratio": round(total / physical, 2) if physical else None,
+                    "pool_missing": f.pool_id is None,
+                }
+            )
+    return rows
+
+
+__all__ = ["Budget", "QuotaBar", "budget_burn", "oversubscription", "quota_bars"]

@@ -1,0 +1,1 @@
+"""Writes of the quotas app: the capacity catalogue (`catalogue`) and capacity requests (`requests`)."""

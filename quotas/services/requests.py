@@ -1,0 +1,385 @@
+"""Capacity requests: submit, cancel, release, approve, reject. Each decides admission at once, under
+the cohort's and flavor's advisory locks, in the same transaction as the change (never over-admits)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from gpuplatform.accounts.models import User
+from gpuplatform.audit.services import record_event
+from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from quotas import admission as engine
+from quotas.dispatch import materialise_after_commit
+from quotas.lifecycle import ActorKind, Event, Move, move_requests
+from quotas.models import CapacityRequest, Flavor, PriorityClass, Queue, RequestTransition
+from quotas.models.requests import HOLDING, ApprovalState
+from quotas.runner.decide import AdmissionRun, decide_cohort, persist, request_ge
+from quotas.runner.inputs import micros, root_id_of
+from quotas.runner.locks import lock_admission, lock_cohorts
+from quotas.scoping import usable_by
+from tenants import scoping
+from tenants.models import Tenant
+
+IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
+REQUEST_ROLES = {"tenant-admin", "member"}
+
+
+@dataclass(frozen=True)
+class Submitted:
+    request: CapacityRequest
+    created: bool  # False: an earlier request with the same Idempotency-Key and body
+    transitions: tuple[RequestTransition, ...] = ()  # of a created request, as written
+
+
+def check_idempotency_key(key: str | None) -> str:
+    if key is None or key == "":
+        return ""
+    if not IDEMPOTENCY_KEY.match(key):
+        raise ValidationFailed(
+            "Idempotency-Key must be 8-128 characters of letters, digits, '.', '_', ':' or '-'.",
+            code="idempotency_key_malformed",
+        )
+    return key
+
+
+def _by_id_or_name(queryset: QuerySet[Any], value: str, name_field: str) -> Any:
+    try:
+        return queryset.filter(pk=uuid.UUID(str(value))).first()
+    except ValueError:
+        return queryset.filter(**{name_field: value}).first()
+
+
+def _may_request(actor: User, tenant: Tenant) -> bool:
+    if scoping.can_manage(actor, tenant):
+        return True
+    return tenant.memberships.filter(user=actor, role__in=REQUEST_ROLES).exists()
+
+
+def _resolve(
+    actor: User, *, tenant: str | None, queue: str | None, flavor: str, priority_class: str | None
+) -> tuple[Tenant, Queue, Flavor, PriorityClass]:
+    """Everything the request names, through the scoping door: what the actor cannot see is absent."""
+    found_queue = None
+    if queue is not None and tenant is None:
+        found_queue = _by_id_or_name(Queue.objects.visible_to(actor).select_related("tenant"), queue, "pk")
+        if found_queue is None:
+            raise NotFound("No such queue.", code="queue_not_found", field="queue")
+    if tenant is None and found_queue is None:
+        raise ValidationFailed("Name the tenant (or a queue by id).", code="tenant_required", field="tenant")
+    the_tenant = (
+        found_queue.tenant
+        if found_queue
+        else _by_id_or_name(Tenant.objects.visible_to(actor), str(tenant), "slug")
+    )
+    if the_tenant is None:
+        raise NotFound("No such tenant.", code="tenant_not_found", field="tenant")
+    if found_queue is None:
+        queues = Queue.objects.filter(tenant=the_tenant)
+        found_queue = _by_id_or_name(queues, queue, "name") if queue else queues.order_by("name").first()
+        if found_queue is None:
+            raise NotFound("No such queue for this tenant.", code="queue_not_found", field="queue")
+    the_flavor = _by_id_or_name(Flavor.objects.visible_to(actor).select_related("tenant"), flavor, "name")
+    if the_flavor is None:
+        raise NotFound("No such flavor.", code="flavor_not_found", field="flavor")
+    if not usable_by(the_tenant.path, the_flavor.tenant.path if the_flavor.tenant else None):
+        raise ValidationFailed(
+            "This tenant may not use this flavor.", code="flavor_not_allowed", field="flavor"
+        )
+    classes = PriorityClass.objects.visible_to(actor).select_related("tenant")
+    if priority_class is None:
+        usable = [
+            c
+            for c in classes.order_by("value")
+            if usable_by(the_tenant.path, c.tenant.path if c.tenant else None)
+        ]
+        if not usable:
+            raise ValidationFailed(
+                "No priority class is available.", code="priority_class_required", field="priority_class"
+            )
+        the_class = usable[0]  # the lowest usable: asking for more urgency is explicit
+    else:
+        the_class = _by_id_or_name(classes, priority_class, "name")
+        if the_class is None:
+            raise NotFound("No such priority class.", code="priority_class_not_found", field="priority_class")
+    if not usable_by(the_tenant.path, the_class.tenant.path if the_class.tenant else None):
+        raise ValidationFailed(
+            f"Tenant {the_tenant.slug!r} may not use priority class {the_class.name!r}.",
+            code="priority_class_not_allowed",
+            field="priority_class",
+        )
+    return the_tenant, found_queue, the_flavor, the_class
+
+
+def _amounts(flavor: Flavor, amount: int | None, amounts: dict[str, int] | None) -> dict[str, int]:
+    names = flavor.resource_names
+    if amounts is None:
+        if amount is None or len(names) != 1:
+            raise ValidationFailed(
+                f"Flavor {flavor.name!r} counts {', '.join(names)}: give 'amounts' per resource.",
+                code="amounts_required",
+                field="amounts",
+            )
+        return {names[0]: amount}
+    unknown = sorted(set(amounts) - set(names))
+    if unknown:
+        raise ValidationFailed(
+            f"Flavor {flavor.name!r} has no resource {unknown[0]!r}.",
+            code="unknown_resource",
+            field="amounts",
+        )
+    return {r: a for r, a in amounts.items() if a}
+
+
+def _body_hash(**fields: Any) -> str:
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def submit_request(
+    *,
+    actor: User,
+    flavor: str,
+    tenant: str | None = None,
+    queue: str | None = None,
+    priority_class: str | None = None,
+    amount: int | None = None,
+    amounts: dict[str, int] | None = None,
+    duration_seconds: int | None = None,
+    reason: str = "",
+    idempotency_key: str = "",
+) -> Submitted:
+    """Create a request and decide it at once. Locks the flavor and the cohort root (advisory).
+    Idempotent per (actor, Idempotency-Key): the same body returns the first request."""
+    key = check_idempotency_key(idempotency_key)
+    digest = _body_hash(
+        flavor=flavor,
+        tenant=tenant,
+        queue=queue,
+        priority_class=priority_class,
+        amount=amount,
+        amounts=amounts,
+        duration_seconds=duration_seconds,
+        reason=reason,
+    )
+    if key:
+        earlier = _replay(actor, key, digest)
+        if earlier is not None:
+            return Submitted(earlier, created=False)
+    the_tenant, the_queue, the_flavor, the_class = _resolve(
+        actor, tenant=tenant, queue=queue, flavor=flavor, priority_class=priority_class
+    )
+    if not _may_request(actor, the_tenant):
+        raise Forbidden("Viewers may not request capacity; ask a member or tenant-admin of this tenant.")
+    wanted = _amounts(the_flavor, amount, amounts)
+    now = timezone.now()
+    request = CapacityRequest(
+        id=uuid.uuid4(),
+        tenant=the_tenant,
+        queue=the_queue,
+        flavor=the_flavor,
+        priority_class=the_class,
+        amounts=wanted,
+        ge=request_ge(the_flavor, wanted),
+        duration_seconds=duration_seconds,
+        reason=reason,
+        approval=ApprovalState.AWAITING if the_flavor.needs_approval(wanted) else ApprovalState.NOT_REQUIRED,
+        created_by=actor,
+        idempotency_key=key,
+        body_hash=digest,
+        created_at=now,
+        created_order=micros(now),
+    )
+
+    def refuse_impossible(snapshot: engine.Snapshot) -> None:
+        tree = snapshot.index.tree
+        for r, a in wanted.items():
+            if not tree.has_quota(the_tenant.slug, the_flavor.name, r) or a > tree.potential(
+                the_tenant.slug, the_flavor.name, r
+            ):
+                raise ValidationFailed(
+                    f"{a} of {r} on flavor {the_flavor.name!r} is more than any quota of {the_tenant.slug!r} "
+                    "could ever hold, even with every relative idle.",
+                    code="exceeds_max_possible",
+                    field="amount",
+                )
+
+    try:
+        with transaction.atomic():
+            lock_cohorts(root_ids=[root_id_of(the_tenant.path)])
+            if key:
+                earlier = _replay(actor, key, digest)  # a concurrent twin may have committed meanwhile
+                if earlier is not None:
+                    return Submitted(earlier, created=False)
+            outcome, names = decide_cohort(
+                root_path=f"/{root_id_of(the_tenant.path).hex}/",
+                flavors=[the_flavor],
+                now=now,
+                extra=[request],
+                only=str(request.pk),
+                check=refuse_impossible,
+            )
+            written = persist(outcome=outcome, names=names, now=now)  # inserts the request, decided
+            record_event(actor=actor, action="capacity_request.created", obj=request, after=_summary(request))
+            _after(outcome)
+    except IntegrityError as exc:
+        # The same key with another body, committed by a twin on another cohort meanwhile.
+        raise Conflict(
+            "This Idempotency-Key was just used for another request.", code="idempotency_key_reused"
+        ) from exc
+    return Submitted(
+        request, created=True, transitions=tuple(t for t in written if t.request_id == request.pk)
+    )
+
+
+def _replay(actor: User, key: str, digest: str) -> CapacityRequest | None:
+    earlier = CapacityRequest.objects.filter(created_by=actor, idempotency_key=key).first()
+    if earlier is not None and earlier.body_hash != digest:
+        raise Conflict("This Idempotency-Key was used with a different body.", code="idempotency_key_reused")
+    return earlier
+
+
+def _summary(request: CapacityRequest) -> dict[str, Any]:
+    return {
+        "tenant": str(request.tenant_id),
+        "flavor": str(request.flavor_id),
+        "amounts": request.amounts,
+        "priority_class": str(request.priority_class_id),
+        "state": request.state,
+    }
+
+
+def _after(outcome: AdmissionRun) -> None:
+    materialise_after_commit([*outcome.admitted, *outcome.preempted])
+
+
+def _visible_request(actor: User, request_id: uuid.UUID | str) -> CapacityRequest:
+    request = (
+        CapacityRequest.objects.visible_to(actor)
+        .select_related("tenant", "flavor")
+        .filter(pk=request_id)
+        .first()
+    )
+    if request is None:
+        raise NotFound("No such capacity request.")
+    return request
+
+
+def _actor_kind(actor: User, request: CapacityRequest) -> ActorKind:
+    """Who the actor is to this request, for `quotas.lifecycle`'s rules."""
+    if request.created_by_id == actor.pk:
+        return ActorKind.REQUESTER
+    if actor.is_platform_admin:
+        return ActorKind.PLATFORM
+    if scoping.can_manage(actor, request.tenant):
+        return ActorKind.APPROVER
+    raise Forbidden("Only the requester or a tenant-admin may do this.")
+
+
+def _end(
+    *, actor: User, request_id: uuid.UUID | str, event: Event, code: str, message: str
+) -> CapacityRequest:
+    """Move a request to a final state, then decide the cohort again (capacity may have freed)."""
+    found = _visible_request(actor, request_id)
+    kind = _actor_kind(actor, found)
+    now = timezone.now()
+    with transaction.atomic():
+        lock_admission(flavor_ids=[found.flavor_id], root_ids=[root_id_of(found.tenant.path)])
+        row = CapacityRequest.objects.select_for_update().get(pk=found.pk)
+        before = row.state
+        move_requests(
+            moves=[Move(request=row, event=event, by=kind, actor=actor, reason_code=code, message=message)],
+            now=now,
+        )
+        record_event(
+            actor=actor,
+            action=f"capacity_request.{row.state}",
+            obj=row,
+            before={"state": before},
+            after={"state": row.state},
+        )
+        outcome, names = decide_cohort(
+            root_path=f"/{root_id_of(found.tenant.path).hex}/", flavors=[found.flavor], now=now
+        )
+        persist(outcome=outcome, names=names, now=now)
+        if before in HOLDING:
+            outcome.preempted.append(row.pk)  # its cluster objects must be lowered or removed
+        _after(outcome)
+    return row
+
+
+def cancel_request(*, actor: User, request_id: uuid.UUID | str) -> CapacityRequest:
+    """Withdraw a pending request (the requester or a tenant-admin). Locks flavor and cohort."""
+    return _end(
+        actor=actor,
+        request_id=request_id,
+        event=Event.CANCEL,
+        code="cancelled",
+        message="Cancelled by the requester.",
+    )
+
+
+def release_request(*, actor: User, request_id: uuid.UUID | str) -> CapacityRequest:
+    """Give back admitted capacity; the next pending requests are admitted in the same transaction."""
+    return _end(
+        actor=actor,
+        request_id=request_id,
+        event=Event.RELEASE,
+        code="released",
+        message="Released by the tenant.",
+    )
+
+
+def decide_approval(
+    *, actor: User, request_id: uuid.UUID | str, approve: bool, note: str = ""
+) -> CapacityRequest:
+    """Approve or reject a request awaiting approval (tenant-admin of its subtree or platform-admin),
+    audited; an approval is decided at once. Locks flavor and cohort."""
+    found = _visible_request(actor, request_id)
+    if not scoping.can_manage(actor, found.tenant):
+        raise Forbidden(
+            "Only a tenant-admin of this tenant (or above) or a platform-admin may decide approvals."
+        )
+    now = timezone.now()
+    with transaction.atomic():
+        lock_admission(flavor_ids=[found.flavor_id], root_ids=[root_id_of(found.tenant.path)])
+        row = CapacityRequest.objects.select_for_update().get(pk=found.pk)
+        verdict = ApprovalState.APPROVED if approve else ApprovalState.REJECTED
+        changes: dict[str, Any] = {"approval": verdict, "approved_by": actor}
+        if not approve:
+            changes["message"] = f"Rejected by {actor.username}" + (f": {note}" if note else ".")
+        move = Move(
+            request=row,
+            event=Event.APPROVE if approve else Event.REJECT,
+            by=ActorKind.PLATFORM if actor.is_platform_admin else ActorKind.APPROVER,
+            actor=actor,
+            reason_code="approved" if approve else "rejected",
+            message=note,
+            # An approval records who approved; the request keeps explaining why it waits until
+            # admission decides it again, below.
+            explains=not approve,
+            changes=changes,
+        )
+        move_requests(moves=[move], now=now)
+        record_event(
+            actor=actor,
+            action="capacity_request." + ("approved" if approve else "rejected"),
+            obj=row,
+            before={"approval": ApprovalState.AWAITING},
+            after={"approval": row.approval, "note": note},
+        )
+        if approve:
+            outcome, names = decide_cohort(
+                root_path=f"/{root_id_of(found.tenant.path).hex}/", flavors=[found.flavor], now=now
+            )
+            persist(outcome=outcome, names=names, now=now)
+            _after(outcome)
+    row.refresh_from_db()
+    return row

@@ -1,0 +1,68 @@
+"""Queue pages: pending requests in order with positions and reasons, the approval inbox, quota bars
+and budget burn per tenant, and oversubscription. Every query goes through visible_to()."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import F
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from gpuplatform.errors import DomainError
+from gpuplatform.ui.auth import current_user
+from quotas import selectors
+from quotas.models import Budget, CapacityRequest, Quota
+from quotas.models.requests import ApprovalState, RequestState
+from quotas.services import requests as request_services
+from tenants.models import Tenant
+
+
+@login_required
+def queue(request: HttpRequest) -> HttpResponse:
+    user = current_user(request)
+    visible = CapacityRequest.objects.visible_to(user).select_related(
+        "tenant", "queue", "flavor", "priority_class"
+    )
+    pending = visible.filter(state=RequestState.PENDING).order_by(
+        "tenant__path", "queue__name", F("queue_position").asc(nulls_last=True), "created_at"
+    )
+    # The inbox holds what this user may decide: the same rule as every other tenant change.
+    inbox = visible.filter(
+        state=RequestState.PENDING,
+        approval=ApprovalState.AWAITING,
+        tenant__in=Tenant.objects.manageable_by(user).values("pk"),
+    ).order_by("created_at")
+    recent = visible.exclude(state=RequestState.PENDING).order_by("-updated_at")[:20]
+    return render(request, "quotas/queue.html", {"pending": pending, "inbox": inbox, "recent": recent})
+
+
+@login_required
+def quota_overview(request: HttpRequest) -> HttpResponse:
+    user = current_user(request)
+    bars = selectors.quota_bars(quotas=Quota.objects.visible_to(user))
+    burn = selectors.budget_burn(budgets=Budget.objects.visible_to(user), now=timezone.now())
+    return render(request, "quotas/quota_overview.html", {"bars": bars, "burn": burn})
+
+
+@login_required
+def oversubscription(request: HttpRequest) -> HttpResponse:
+    user = current_user(request)
+    rows = selectors.oversubscription() if user.sees_all_tenants else []
+    return render(request, "quotas/oversubscription.html", {"rows": rows})
+
+
+@login_required
+@require_POST
+def decide(request: HttpRequest, request_id: str, verdict: str) -> HttpResponse:
+    user = current_user(request)
+    try:
+        request_services.decide_approval(
+            actor=user, request_id=request_id, approve=verdict == "approve", note=request.POST.get("note", "")
+        )
+        messages.success(request, f"Request {verdict}d.")
+    except DomainError as exc:
+        messages.error(request, exc.message)
+    return redirect("queues")

@@ -1,0 +1,54 @@
+"""Small admission rows for isolation and query-count tests, without deciding anything."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from quotas.models import Budget, CapacityRequest, Flavor, PriorityClass, Queue, Quota
+
+GPU = "nvidia.com/gpu"
+
+
+def flavor(*, tenant: Any = None, name: str | None = None) -> Flavor:
+    name = name or (f"only-{tenant.slug}" if tenant else "shared-h100")
+    found, _ = Flavor.objects.get_or_create(
+        name=name, defaults={"tenant": tenant, "resources": [{"name": GPU, "ge_per_unit": "1"}]}
+    )
+    return found
+
+
+def priority_class(*, tenant: Any = None) -> PriorityClass:
+    name = f"urgent-{tenant.slug}" if tenant else "standard"
+    found, _ = PriorityClass.objects.get_or_create(name=name, defaults={"value": 10, "tenant": tenant})
+    return found
+
+
+def quota(*, tenant: Any) -> Quota:
+    found, _ = Quota.objects.get_or_create(
+        tenant=tenant, flavor=flavor(), resource=GPU, defaults={"nominal": 4}
+    )
+    return found
+
+
+def budget(*, tenant: Any) -> Budget:
+    found, _ = Budget.objects.get_or_create(
+        tenant=tenant, flavor=None, defaults={"limit_ge_hours": Decimal(100)}
+    )
+    return found
+
+
+def queue(*, tenant: Any) -> Queue:
+    found, _ = Queue.objects.get_or_create(tenant=tenant, name="default")
+    return found
+
+
+def capacity_request(*, tenant: Any) -> CapacityRequest:
+    return CapacityRequest.objects.create(
+        tenant=tenant,
+        queue=queue(tenant=tenant),
+        flavor=flavor(),
+        priority_class=priority_class(),
+        amounts={GPU: 1},
+        ge=Decimal(1),
+    )
