@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import F, Sum
+from django.db.models import Count, F, Sum
 
 from gpuplatform.stamped_cache import StampedCache
 from inventory.capacity import pool_model_capacity
@@ -128,25 +128,42 @@ _capacity: StampedCache[dict[uuid.UUID, dict[str, int]]] = StampedCache("invento
 
 
 def pool_resource_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, int]]:
-    """Physical units per pool and resource name, in native units, for flavors: one query.
+    """Units per pool and resource name, in native units, for flavors: never more than a node
+    advertises, nor more than its cards hold (a node advertising whole GPUs and MIG instances over the
+    same cards offers at most ``cards / GE of a unit`` of each).
 
     Extended resources and DRA devices count units; HAMi shares also offer ``nvidia.com/gpumem``
     (MiB of card memory) and ``nvidia.com/gpucores`` (100 per card).
     """
     ids = list(pool_ids)
     result: dict[uuid.UUID, dict[str, int]] = {pool: defaultdict(int) for pool in ids}
-    # Summed in SQL: a large pool has tens of thousands of units, and this runs on every decision.
+    cards = dict(
+        Gpu.objects.filter(node__pool_id__in=ids, node__present=True)
+        .values("node_id")
+        .annotate(n=Count("id"))
+        .order_by()
+        .values_list("node_id", "n")
+    )
+    # Summed in SQL per node (the cap is per node's cards): a large pool has tens of thousands of units.
     rows = (
         ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True)
-        .values("node__pool_id", "kind", "resource_name")
+        .values("node__pool_id", "node_id", "kind", "resource_name", "ge_each")
         .annotate(units=Sum("count"), memory=Sum(F("memory_mib") * F("count")))
         .order_by()
-        .values_list("node__pool_id", "kind", "resource_name", "units", "memory")
+        .values_list("node__pool_id", "node_id", "kind", "resource_name", "ge_each", "units", "memory")
     )
-    for pool, kind, resource, units, memory in rows:
+    for pool, node, kind, resource, ge_each, units, memory in rows:
         per_resource = result[pool]
+        node_cards = cards.get(node, 0)
+        if node_cards and ge_each and ge_each > 0 and kind != "hami_gpu":
+            # GE is stored rounded (1/7 as 0.142857): a hair of slack so 7 x 1/7 still fits a card.
+            # HAMi slots are soft shares whose GE depends on what a pod asks: not capped here.
+            units = min(units, int(Decimal(node_cards) / ge_each + CARD_SLACK))
         per_resource[resource] += units
         if kind == "hami_gpu":
             per_resource["nvidia.com/gpumem"] += memory or 0
             per_resource["nvidia.com/gpucores"] += 100 * units
     return {pool: dict(per_resource) for pool, per_resource in result.items()}
+
+
+CARD_SLACK = Decimal("0.0001")

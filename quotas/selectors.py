@@ -9,6 +9,7 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
+from inventory.capacity import cached_pool_card_capacity
 from inventory.selectors import cached_pool_resource_capacity
 from quotas.models import Budget, CapacityRequest, Flavor, Quota
 from quotas.models.requests import HOLDING
@@ -84,17 +85,25 @@ def budget_burn(*, budgets: Any, now: datetime) -> list[dict[str, Any]]:
 
 
 def oversubscription() -> list[dict[str, Any]]:
-    """Per flavor and resource: the sum of nominal quota against the pool's physical capacity."""
+    """Per flavor and resource: the sum of nominal quota against the pool's capacity, in native units
+    and in GE against the physical cards of the flavor's GPU model (cards, not advertised units: a
+    card carved into MIG instances or replicas is still one card)."""
     flavors = list(Flavor.objects.select_related("pool"))
-    capacity = cached_pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id])
+    pool_ids = [f.pool_id for f in flavors if f.pool_id]
+    capacity = cached_pool_resource_capacity(pool_ids=pool_ids)
+    cards = cached_pool_card_capacity(pool_ids=pool_ids)
     nominal: dict[tuple[uuid.UUID, str], int] = defaultdict(int)
     for flavor, resource, value in Quota.objects.values_list("flavor_id", "resource", "nominal"):
         nominal[(flavor, resource)] += value
     rows = []
     for f in flavors:
+        ge_per_unit = f.ge_per_unit()
+        models_cards = cards.get(f.pool_id, {}) if f.pool_id else {}
+        flavor_cards = models_cards.get(f.gpu_model, 0) if f.gpu_model else sum(models_cards.values())
         for r in f.resource_names:
             physical = capacity.get(f.pool_id, {}).get(r, 0) if f.pool_id else 0
             total = nominal[(f.pk, r)]
+            nominal_ge = float(total * ge_per_unit.get(r, 0))
             rows.append(
                 {
                     "flavor": f,
@@ -102,6 +111,9 @@ def oversubscription() -> list[dict[str, Any]]:
                     "nominal": total,
                     "physical": physical,
                     "ratio": round(total / physical, 2) if physical else None,
+                    "nominal_ge": round(nominal_ge, 3),
+                    "cards": flavor_cards,
+                    "card_ratio": round(nominal_ge / flavor_cards, 2) if flavor_cards else None,
                     "pool_missing": f.pool_id is None,
                 }
             )

@@ -9,12 +9,14 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import F, ProtectedError, Value
 from django.db.models.functions import Concat, Substr
+from django.utils import timezone
 
 from gpuplatform.accounts.models import User
 from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from tenants import scoping
 from tenants.models import Membership, Role, Tenant, TenantNamespace, TenantState
+from tenants.signals import namespace_owner_changed
 
 TENANT_FIELDS = ("slug", "display_name", "cost_centre", "state", "parent_id")
 MEMBERSHIP_FIELDS = ("tenant_id", "user_id", "role")
@@ -55,10 +57,19 @@ def _set_namespaces(tenant: Tenant, namespaces: list[tuple[str, str]]) -> None:
                 field="namespaces",
             )
     current = {(ns.cluster, ns.namespace): ns for ns in tenant.namespaces.all()}
-    TenantNamespace.objects.filter(pk__in=[current[key].pk for key in set(current) - wanted]).delete()
+    removed, added = sorted(set(current) - wanted), sorted(wanted - set(current))
+    TenantNamespace.objects.filter(pk__in=[current[key].pk for key in removed]).delete()
     TenantNamespace.objects.bulk_create(
-        [TenantNamespace(tenant=tenant, cluster=cl, namespace=ns) for cl, ns in sorted(wanted - set(current))]
+        [TenantNamespace(tenant=tenant, cluster=cl, namespace=ns) for cl, ns in added]
     )
+    now = timezone.now()
+    for (cluster, namespace), owner in [
+        *((key, None) for key in removed),
+        *((key, tenant.pk) for key in added),
+    ]:
+        namespace_owner_changed.send(
+            sender=TenantNamespace, cluster=cluster, namespace=namespace, tenant_id=owner, at=now
+        )
 
 
 def create_tenant(

@@ -60,3 +60,23 @@ def test_a_namespace_left_unowned_goes_to_the_unassigned_bucket(cast):
         == 1
     )
     assert Allocation.objects.get(holder_uid=running.holder_uid, ended_at__isnull=True).tenant_id is None
+
+
+def test_a_namespace_reassigned_through_the_tenant_api_splits_its_allocations_at_that_moment(cast, api):
+    # given vision's pod in team-vision, running for 5 hours
+    running = inv.allocation(tenant=cast.vision, namespace="team-vision", name="train", hours_ago=5)
+    # when a platform-admin gives team-vision to nlp instead (vision lets go, nlp takes it)
+    before_change = timezone.now()
+    released = api(cast.pat).patch(f"/api/v1/tenants/{cast.vision.pk}/", {"namespaces": []}, format="json")
+    taken = api(cast.pat).patch(
+        f"/api/v1/tenants/{cast.nlp.pk}/", {"namespaces": [{"namespace": "team-vision"}]}, format="json"
+    )
+
+    # then vision held it until the change, and nlp holds it from then on, with nothing in between lost
+    assert released.status_code == 200 and taken.status_code == 200, (released.json(), taken.json())
+    running.refresh_from_db()
+    assert running.tenant_id == cast.vision.pk and running.ended_at >= before_change
+    now_open = Allocation.objects.get(holder_uid=running.holder_uid, ended_at__isnull=True)
+    assert now_open.tenant_id == cast.nlp.pk and now_open.started_at >= running.ended_at
+    unassigned = Allocation.objects.get(holder_uid=running.holder_uid, tenant__isnull=True)
+    assert (unassigned.started_at, unassigned.ended_at) == (running.ended_at, now_open.started_at)
