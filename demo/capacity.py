@@ -22,7 +22,7 @@ from tenants.models import Tenant
 
 # (name, pool, kind, resources [(name, GE per unit)], device class, approval above)
 FLAVORS = [
-    ("h100", "NVIDIA-H100-80GB-HBM3", "device-plugin", [("nvidia.com/gpu", "1")], "", 4),
+    ("h100", "NVIDIA-H100-80GB-HBM3", "device-plugin", [("nvidia.com/gpu", "1")], "", 6),
     ("h100-mig-3g", "NVIDIA-H100-80GB-HBM3", "device-plugin", [("nvidia.com/mig-3g.40gb", "1/2")], "", None),
     ("h100-dra", "NVIDIA-H100-80GB-HBM3", "dra", [("gpu.nvidia.com", "1")], "gpu.nvidia.com", None),
     ("t4-shared", "Tesla-T4", "device-plugin", [("nvidia.com/gpu", "1/4")], "", None),

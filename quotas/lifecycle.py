@@ -40,6 +40,7 @@ class Event(enum.StrEnum):
     RELEASE = "release"
     EXPIRE = "expire"
     PREEMPT = "preempt"
+    WITHDRAW = "withdraw"  # the tenant (or one above it) was suspended: pending requests stop waiting
 
 
 class ActorKind(enum.StrEnum):
@@ -82,6 +83,7 @@ RULES: Mapping[Event, Rule] = {
     Event.RELEASE: Rule(HOLDS, RequestState.RELEASED, PEOPLE),
     Event.EXPIRE: Rule(HOLDS, RequestState.EXPIRED, SYSTEM),
     Event.PREEMPT: Rule(HOLDS, RequestState.PREEMPTED, SYSTEM),
+    Event.WITHDRAW: Rule(frozenset({RequestState.PENDING}), RequestState.CANCELLED, SYSTEM),
 }
 
 

@@ -17,6 +17,7 @@ from quotas import selectors
 from quotas.models import Budget, CapacityRequest, Quota
 from quotas.models.requests import ApprovalState, RequestState
 from quotas.services import requests as request_services
+from tenants import scoping
 from tenants.models import Tenant
 
 
@@ -35,8 +36,17 @@ def queue(request: HttpRequest) -> HttpResponse:
         approval=ApprovalState.AWAITING,
         tenant__in=Tenant.objects.manageable_by(user).values("pk"),
     ).order_by("created_at")
+    # Approving needs distance (an admin above the tenant, not the requester); refusing does not.
+    inbox_rows = [
+        {
+            "request": row,
+            "can_approve": row.created_by_id != user.pk
+            and scoping.can_manage_strictly_below(user, row.tenant),
+        }
+        for row in inbox
+    ]
     recent = visible.exclude(state=RequestState.PENDING).order_by("-updated_at")[:20]
-    return render(request, "quotas/queue.html", {"pending": pending, "inbox": inbox, "recent": recent})
+    return render(request, "quotas/queue.html", {"pending": pending, "inbox": inbox_rows, "recent": recent})
 
 
 @login_required

@@ -16,7 +16,7 @@ from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from tenants import scoping
 from tenants.models import Membership, Role, Tenant, TenantNamespace, TenantState
-from tenants.signals import namespace_owner_changed
+from tenants.signals import namespace_owner_changed, tenant_state_changed
 
 TENANT_FIELDS = ("slug", "display_name", "cost_centre", "state", "parent_id")
 MEMBERSHIP_FIELDS = ("tenant_id", "user_id", "role")
@@ -169,11 +169,26 @@ def update_tenant(
             tenant.slug = slug
         if display_name is not _UNSET:
             tenant.display_name = display_name
+        # Who pays and whether the tenant may run are decided from above it: a tenant-admin of vision
+        # neither bills vision to another cost centre nor lifts a suspension a platform-admin set.
+        from_above = scoping.can_manage_strictly_below(actor, tenant)
+        for name, value, current in (
+            ("cost_centre", cost_centre, tenant.cost_centre),
+            ("state", state, tenant.state),
+        ):
+            if value is not _UNSET and value != current and not from_above:
+                raise Forbidden(
+                    f"A tenant's {name.replace('_', ' ')} is set by an admin above it or a platform-admin.",
+                    code="set_from_above",
+                )
+        state_changed = state is not _UNSET and state != tenant.state
         if cost_centre is not _UNSET:
             tenant.cost_centre = cost_centre
         if state is not _UNSET:
             tenant.state = state
         tenant.save()
+        if state_changed:
+            tenant_state_changed.send(sender=Tenant, tenant_id=tenant.pk, state=tenant.state)
         if namespaces is not _UNSET:
             _set_namespaces(tenant, namespaces)
         after = _tenant_snapshot(tenant)

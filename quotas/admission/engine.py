@@ -53,7 +53,8 @@ def evaluate(ix: Index, ledger: Ledger, req: PendingRequest, *, check_queue_head
             scope = f"flavor {f!r}" if key[1] else "all flavors"
             text = (
                 f"{_num(expected)} GE-h expected + {_num(committed)} GE-h burned or committed exceeds the "
-                f"{_num(budget.limit_ge_hours)} GE-h monthly budget of {t!r} ({scope})"
+                f"{_num(budget.limit_ge_hours)} GE-h monthly budget of {key[0]!r} ({scope}"
+                + (f", which covers {t!r})" if key[0] != t else ")")
             )
             if budget.hard:
                 return wait(Reason.OVER_BUDGET, text)

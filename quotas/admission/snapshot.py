@@ -98,6 +98,7 @@ class Index:
             if queue.weight < 0:
                 raise SnapshotError(f"queue {queue.id!r} has a negative weight")
         self.budgets: dict[tuple[str, str], BudgetSpec] = {}
+        self._budget_keys: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for b in snap.budgets:
             key = (b.tenant, b.flavor or ALL_FLAVORS)
             self._known(b.tenant, self.tenants, "tenant")
@@ -231,7 +232,17 @@ class Index:
         return self._places.get(tenant, [])
 
     def budget_keys(self, tenant: str, flavor: str) -> list[tuple[str, str]]:
-        return [k for k in ((tenant, ALL_FLAVORS), (tenant, flavor)) if k in self.budgets]
+        """The budgets a tenant's use of a flavor counts against: its own and every ancestor's, since
+        a budget covers its whole subtree (a child one creates is no way around a parent's budget)."""
+        if not self.budgets:
+            return []
+        found = self._budget_keys.get((tenant, flavor))
+        if found is None:
+            node = self.tree.nodes.get(tenant)
+            path = node.path if node is not None else (tenant,)
+            found = [k for t in path for k in ((t, ALL_FLAVORS), (t, flavor)) if k in self.budgets]
+            self._budget_keys[(tenant, flavor)] = found
+        return found
 
     def expected_hours(self, req: PendingRequest) -> Fraction:
         """Hours the request will burn this month: its duration, capped by the month's end."""

@@ -29,6 +29,7 @@ from quotas.admission.snapshot import hours
 from quotas.models import Budget, CapacityRequest, Flavor, FlavorHold
 from quotas.models.requests import HOLDING, RequestState
 from quotas.runner.catalogue import catalogue_of
+from tenants.models import Tenant
 
 MICROS = 1_000_000
 # Only what deciding and explaining need, as tuples: model instances (and the JSON of loans, warnings
@@ -313,21 +314,39 @@ def _budgets(
     return tuple(result)
 
 
+def _subtrees(tenant_ids: list[uuid.UUID]) -> tuple[dict[uuid.UUID, str], Q]:
+    """Each budget tenant's path, and a filter for requests anywhere in those subtrees."""
+    paths = dict(Tenant.objects.filter(pk__in=tenant_ids).values_list("pk", "path"))
+    within = Q(pk__in=[])
+    for path in set(paths.values()):
+        within |= Q(tenant__path__startswith=path)
+    return paths, within
+
+
+def _covering(paths: dict[uuid.UUID, str], tenant_path: str) -> list[uuid.UUID]:
+    return [tenant for tenant, path in paths.items() if tenant_path.startswith(path)]
+
+
 def burned_ge_hours(
     *, tenant_ids: list[uuid.UUID], now: datetime, month_start: datetime
 ) -> dict[uuid.UUID, dict[uuid.UUID, Fraction]]:
-    """GE-hours each tenant's requests held this month so far, per flavor (from request intervals;
-    metering's usage ledger replaces this once it exists)."""
+    """GE-hours each tenant's subtree held this month so far, per flavor (a budget covers its whole
+    subtree; from request intervals, until metering's usage ledger replaces this)."""
     burn: dict[uuid.UUID, dict[uuid.UUID, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    if not tenant_ids:
+        return burn
+    paths, within = _subtrees(tenant_ids)
     rows = (
-        CapacityRequest.objects.filter(tenant_id__in=tenant_ids, admitted_at__isnull=False)
+        CapacityRequest.objects.filter(within, admitted_at__isnull=False)
         .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=month_start))
-        .values_list("tenant_id", "flavor_id", "ge", "admitted_at", "ended_at")
+        .values_list("tenant__path", "flavor_id", "ge", "admitted_at", "ended_at")
     )
-    for tenant, flavor, ge, admitted_at, ended_at in rows:
+    for tenant_path, flavor, ge, admitted_at, ended_at in rows:
         start, end = max(admitted_at or month_start, month_start), min(ended_at or now, now)
         if end > start:
-            burn[tenant][flavor] += Fraction(Decimal(ge)) * hours(end - start)
+            held = Fraction(Decimal(ge)) * hours(end - start)
+            for tenant in _covering(paths, tenant_path):
+                burn[tenant][flavor] += held
     return burn
 
 
@@ -336,13 +355,15 @@ def committed_outside(
 ) -> dict[uuid.UUID, Fraction]:
     if not tenant_ids:
         return {}
+    paths, within = _subtrees(tenant_ids)
     committed: dict[uuid.UUID, Fraction] = defaultdict(Fraction)
     rows = (
-        CapacityRequest.objects.filter(tenant_id__in=tenant_ids, state__in=HOLDING)
+        CapacityRequest.objects.filter(within, state__in=HOLDING)
         .exclude(flavor_id__in=flavor_ids)
-        .values_list("tenant_id", "ge", "expires_at")
+        .values_list("tenant__path", "ge", "expires_at")
     )
-    for tenant, ge, expires_at in rows:
+    for tenant_path, ge, expires_at in rows:
         end = month_end if expires_at is None else min(expires_at, month_end)
-        committed[tenant] += Fraction(Decimal(ge)) * hours(end - now)
+        for tenant in _covering(paths, tenant_path):
+            committed[tenant] += Fraction(Decimal(ge)) * hours(end - now)
     return committed

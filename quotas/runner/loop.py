@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from gpuplatform.audit.services import record_event
@@ -22,6 +23,7 @@ from quotas.models.requests import HOLDING, RequestState
 from quotas.runner.decide import AdmissionRun, decide_cohort, persist
 from quotas.runner.inputs import root_id_of
 from quotas.runner.locks import lock_cohorts
+from tenants.models import Tenant, TenantState
 
 
 def expire_requests(*, now: datetime) -> list[uuid.UUID]:
@@ -51,6 +53,38 @@ def expire_requests(*, now: datetime) -> list[uuid.UUID]:
     return expired
 
 
+def withdraw_suspended(*, now: datetime) -> list[uuid.UUID]:
+    """Pending requests of a suspended tenant, or of one below a suspended tenant, stop waiting
+    (cancelled, saying why). Claims each by conditional UPDATE; idempotent."""
+    suspended = list(Tenant.objects.filter(state=TenantState.SUSPENDED).values_list("path", flat=True))
+    if not suspended:
+        return []
+    within = Q(pk__in=[])
+    for path in suspended:
+        within |= Q(tenant__path__startswith=path)
+    withdrawn: list[uuid.UUID] = []
+    message = "The tenant (or one above it) is suspended; the request no longer waits."
+    for row in CapacityRequest.objects.filter(within, state=RequestState.PENDING).only("pk", "state"):
+        with transaction.atomic():
+            move = Move(
+                request=row,
+                event=Event.WITHDRAW,
+                by=ActorKind.SYSTEM,
+                reason_code="tenant_suspended",
+                message=message,
+            )
+            if not move_requests(moves=[move], now=now, claim=True):
+                continue
+            record_event(
+                actor=None,
+                action="capacity_request.withdrawn",
+                obj=CapacityRequest.objects.get(pk=row.pk),
+                after={"state": RequestState.CANCELLED, "reason_code": "tenant_suspended"},
+            )
+        withdrawn.append(row.pk)
+    return withdrawn
+
+
 def readmit(*, root_path: str, flavors: list[Flavor], now: datetime) -> AdmissionRun:
     """Decide every pending request of the cohort on these flavors again. Locks flavors and root;
     idempotent (a second run with nothing changed admits nothing more)."""
@@ -63,9 +97,11 @@ def readmit(*, root_path: str, flavors: list[Flavor], now: datetime) -> Admissio
 
 
 def run_admission_loop(*, now: datetime | None = None) -> dict[str, Any]:
-    """Expire, then re-decide each cohort that has pending requests; idempotent."""
+    """Expire, withdraw what suspended tenants wait for, then re-decide each cohort that has pending
+    requests; idempotent."""
     now = now or timezone.now()
     expired = expire_requests(now=now)
+    withdrawn = withdraw_suspended(now=now)
     cohorts: dict[str, set[uuid.UUID]] = defaultdict(set)
     for path, flavor_id in (
         CapacityRequest.objects.filter(state=RequestState.PENDING)
@@ -78,4 +114,9 @@ def run_admission_loop(*, now: datetime | None = None) -> dict[str, Any]:
         flavors = list(Flavor.objects.filter(pk__in=flavor_ids).order_by("pk"))
         outcome = readmit(root_path=root_path, flavors=flavors, now=now)
         admitted += len(outcome.admitted)
-    return {"expired": len(expired), "cohorts": len(cohorts), "admitted": admitted}
+    return {
+        "expired": len(expired),
+        "withdrawn": len(withdrawn),
+        "cohorts": len(cohorts),
+        "admitted": admitted,
+    }

@@ -9,6 +9,7 @@ audit event in the same transaction and queues the admission loop: pending reque
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 from typing import Any, TypeVar
 
 from django.db import IntegrityError, models, transaction
@@ -56,6 +57,54 @@ def _check_rights(actor: User, model: type[models.Model], tenant: Tenant | None)
         raise Forbidden("Only tenant-admins of this tenant (or above) manage its queues.")
 
 
+QUEUE_DEFAULT_WEIGHT = Decimal(1)
+
+
+def _check_weight_from_above(actor: User, tenant: Tenant | None) -> None:
+    """A queue's weight scales its tenant's fair share of the cohort, so it is set from above the
+    tenant (the tenant's own admins keep the default, 1)."""
+    if tenant is None or not scoping.can_manage_strictly_below(actor, tenant):
+        raise Forbidden(
+            "A queue's weight is set by an admin above its tenant or a platform-admin.", code="set_from_above"
+        )
+
+
+def _carve_from_parent(*, actor: User, quota: Quota, delta: int) -> None:
+    """What a tenant-admin grants below comes out of what it was granted: the parent's nominal of the
+    same flavor and resource shrinks by what the child gains (and grows back by what it gives up), so
+    the subtree's total stays what an admin above set. Platform-admins set quotas as they see fit.
+    Locks the parent's quota row; audited."""
+    if actor.is_platform_admin or delta == 0:
+        return
+    parent_id = Tenant.objects.filter(pk=quota.tenant_id).values_list("parent_id", flat=True).first()
+    parent_quota = (
+        Quota.objects.select_for_update()
+        .filter(tenant_id=parent_id, flavor_id=quota.flavor_id, resource=quota.resource)
+        .first()
+        if parent_id is not None
+        else None
+    )
+    if parent_quota is None or parent_quota.nominal < delta:
+        held = parent_quota.nominal if parent_quota is not None else 0
+        raise ValidationFailed(
+            f"A child's quota comes out of its parent's: the parent holds {held} of {quota.resource} on "
+            f"this flavor, and {delta} more was asked for.",
+            code="exceeds_parent_quota",
+            field="nominal",
+        )
+    before = snapshot(parent_quota, FIELDS[Quota])
+    parent_quota.nominal -= delta
+    parent_quota.save(update_fields=["nominal"])
+    record_event(
+        actor=actor,
+        action="quota.updated",
+        obj=parent_quota,
+        before=before,
+        after={**snapshot(parent_quota, FIELDS[Quota]), "carved_for": str(quota.tenant_id)},
+        tenant_id=parent_quota.tenant_id,
+    )
+
+
 def _validate(obj: models.Model) -> None:
     if isinstance(obj, Quota) and obj.resource not in obj.flavor.resource_names:
         raise ValidationFailed(
@@ -90,8 +139,12 @@ def create_entry(*, actor: User, model: type[M], **values: Any) -> M:
     Conflict). Queues the admission loop after commit."""
     obj = model(**values)
     _check_rights(actor, model, _tenant_of(obj))
+    if isinstance(obj, Queue) and Decimal(str(obj.weight)) != QUEUE_DEFAULT_WEIGHT:
+        _check_weight_from_above(actor, _tenant_of(obj))
     with transaction.atomic():
         _validate(obj)
+        if isinstance(obj, Quota):
+            _carve_from_parent(actor=actor, quota=obj, delta=obj.nominal)
         _save(obj, conflict=f"{ACTION[model]}_exists")
         record_event(
             actor=actor,
@@ -112,9 +165,16 @@ def update_entry(*, actor: User, model: type[M], pk: uuid.UUID | str, **values: 
             raise NotFound("Not found.")
         _check_rights(actor, model, _tenant_of(obj))
         before = snapshot(obj, FIELDS[model])
+        if isinstance(obj, Quota) and not actor.is_platform_admin:
+            # A tenant-admin's grant moves within its subtree; which tenant holds it is fixed.
+            if {"tenant", "tenant_id", "flavor", "flavor_id", "resource"} & set(values):
+                raise Forbidden("Only platform-admins move a quota to another tenant or flavor.")
+            _carve_from_parent(actor=actor, quota=obj, delta=values.get("nominal", obj.nominal) - obj.nominal)
         for field, value in values.items():
             setattr(obj, field, value)
         _check_rights(actor, model, _tenant_of(obj))  # a move must land where the actor may manage too
+        if isinstance(obj, Queue) and before["weight"] != snapshot(obj, ("weight",))["weight"]:
+            _check_weight_from_above(actor, _tenant_of(obj))
         _validate(obj)
         _save(obj, conflict=f"{ACTION[model]}_exists")
         record_event(
@@ -137,6 +197,8 @@ def delete_entry(*, actor: User, model: type[M], pk: uuid.UUID | str) -> None:
             raise NotFound("Not found.")
         _check_rights(actor, model, _tenant_of(obj))
         before = snapshot(obj, FIELDS[model])
+        if isinstance(obj, Quota):
+            _carve_from_parent(actor=actor, quota=obj, delta=-obj.nominal)  # given back to the parent
         record_event(
             actor=actor,
             action=f"{ACTION[model]}.deleted",

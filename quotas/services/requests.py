@@ -27,7 +27,7 @@ from quotas.runner.inputs import micros, root_id_of
 from quotas.runner.locks import lock_admission, lock_cohorts
 from quotas.scoping import usable_by
 from tenants import scoping
-from tenants.models import Tenant
+from tenants.models import Tenant, TenantState
 
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
 REQUEST_ROLES = {"tenant-admin", "member"}
@@ -119,6 +119,32 @@ def _resolve(
     return the_tenant, found_queue, the_flavor, the_class
 
 
+def is_suspended(tenant: Tenant) -> bool:
+    """The tenant or one of its ancestors is suspended: suspension covers the whole subtree."""
+    ancestors = [tenant.path[: i + 1] for i, ch in enumerate(tenant.path) if ch == "/" and i > 0]
+    return Tenant.objects.filter(path__in=ancestors, state=TenantState.SUSPENDED).exists()
+
+
+def with_subtree_claims(
+    *, actor: User, tenant: Tenant, flavor: Flavor, wanted: dict[str, int]
+) -> dict[str, int]:
+    """What the subtree under the actor's authority would then hold of the flavor: what its requests
+    hold now plus this one. An approval threshold applies to that, not to each request alone, so
+    splitting a request, or spreading it over children one created, needs approval too. The subtree
+    is the highest tenant on the path that the actor administers (the tenant itself for a member)."""
+    top = tenant
+    for path in sorted(scoping.admin_root_paths(actor), key=len):
+        if tenant.path.startswith(path):
+            top = Tenant.objects.filter(path=path).first() or tenant
+            break
+    claimed = dict(wanted)
+    held = CapacityRequest.objects.filter(tenant__path__startswith=top.path, flavor=flavor, state__in=HOLDING)
+    for amounts in held.values_list("amounts", flat=True):
+        for resource, value in (amounts or {}).items():
+            claimed[resource] = claimed.get(resource, 0) + int(value)
+    return claimed
+
+
 def _amounts(flavor: Flavor, amount: int | None, amounts: dict[str, int] | None) -> dict[str, int]:
     names = flavor.resource_names
     if amounts is None:
@@ -178,6 +204,12 @@ def submit_request(
     )
     if not _may_request(actor, the_tenant):
         raise Forbidden("Viewers may not request capacity; ask a member or tenant-admin of this tenant.")
+    if is_suspended(the_tenant):
+        raise Conflict(
+            f"Tenant {the_tenant.slug!r} (or a tenant above it) is suspended; it cannot request capacity.",
+            code="tenant_suspended",
+            field="tenant",
+        )
     wanted = _amounts(the_flavor, amount, amounts)
     now = timezone.now()
     request = CapacityRequest(
@@ -190,7 +222,7 @@ def submit_request(
         ge=request_ge(the_flavor, wanted),
         duration_seconds=duration_seconds,
         reason=reason,
-        approval=ApprovalState.AWAITING if the_flavor.needs_approval(wanted) else ApprovalState.NOT_REQUIRED,
+        approval=ApprovalState.NOT_REQUIRED,  # decided under the cohort lock, below
         created_by=actor,
         idempotency_key=key,
         body_hash=digest,
@@ -218,6 +250,10 @@ def submit_request(
                 earlier = _replay(actor, key, digest)  # a concurrent twin may have committed meanwhile
                 if earlier is not None:
                     return Submitted(earlier, created=False)
+            # Under the cohort lock, so two requests racing cannot both slip under the threshold.
+            claims = with_subtree_claims(actor=actor, tenant=the_tenant, flavor=the_flavor, wanted=wanted)
+            if the_flavor.needs_approval(claims):
+                request.approval = ApprovalState.AWAITING
             outcome, names = decide_cohort(
                 root_path=f"/{root_id_of(the_tenant.path).hex}/",
                 flavors=[the_flavor],
@@ -340,12 +376,25 @@ def release_request(*, actor: User, request_id: uuid.UUID | str) -> CapacityRequ
 def decide_approval(
     *, actor: User, request_id: uuid.UUID | str, approve: bool, note: str = ""
 ) -> CapacityRequest:
-    """Approve or reject a request awaiting approval (tenant-admin of its subtree or platform-admin),
-    audited; an approval is decided at once. Locks flavor and cohort."""
+    """Approve (an admin strictly above the tenant who is not the requester, or a platform-admin) or
+    reject (any admin of the tenant) a request awaiting approval; audited; an approval is decided at
+    once. Locks flavor and cohort."""
     found = _visible_request(actor, request_id)
+    # Separation of duties for approving: never the requester, never an admin whose authority is only
+    # the requesting tenant itself (alice, admin of vision, approving vision's request); an admin
+    # strictly above the tenant, or a platform-admin. Refusing needs no such distance.
     if not scoping.can_manage(actor, found.tenant):
         raise Forbidden(
             "Only a tenant-admin of this tenant (or above) or a platform-admin may decide approvals."
+        )
+    if approve and found.created_by_id == actor.pk:
+        raise Forbidden(
+            "Nobody approves their own request; ask an admin above this tenant.", code="own_request"
+        )
+    if approve and not scoping.can_manage_strictly_below(actor, found.tenant):
+        raise Forbidden(
+            "Only a tenant-admin above this tenant or a platform-admin may approve its requests.",
+            code="approver_not_above",
         )
     now = timezone.now()
     with transaction.atomic():

@@ -15,7 +15,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def busy(cast, catalog):
-    Flavor.objects.filter(pk=catalog.flavor.pk).update(approval_above=3)
+    # The threshold counts what vision would then hold: 3, 6, 9 stay within 9; 6 + 4 = 10 does not.
+    Flavor.objects.filter(pk=catalog.flavor.pk).update(approval_above=9)
     submit_request(actor=cast.alice, tenant="vision", flavor="h100", amount=3)
     submit_request(actor=cast.alice, tenant="vision", flavor="h100", amount=3)  # borrows 2 from nlp
     submit_request(actor=cast.dana, tenant="vision", flavor="h100", amount=3)  # waits for quota
@@ -35,7 +36,11 @@ def test_the_queue_page_shows_pending_requests_with_reasons_and_the_inbox(cast, 
     client.force_login(cast.alice)
     html = page(client, "/queues/")
     assert "waiting_for_quota" in html and "awaiting_approval" in html
-    assert "Approval inbox" in html and "Approve" in html
+    # alice administers vision itself: she may refuse, but approval needs an admin above vision
+    assert "Approval inbox" in html and "Reject" in html and "Approve</button>" not in html
+    assert "approval by an admin above vision" in html
+    client.force_login(cast.rita)
+    assert "Approve</button>" in page(client, "/queues/")
     client.force_login(cast.dana)
     assert "Approval inbox" not in page(client, "/queues/")  # members cannot approve
 
