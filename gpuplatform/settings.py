@@ -316,6 +316,13 @@ LOGGING = {
 GPUPLATFORM_ENCRYPTION_KEY = env("GPUPLATFORM_ENCRYPTION_KEY")
 # Seconds between full resyncs (re-list and reconcile, counting drift) while watching.
 INVENTORY_RESYNC_SECONDS = env_int("INVENTORY_RESYNC_SECONDS", 600)
+# Namespaces no tenant may own (shell patterns): their pods are the platform's, and a ResourceQuota
+# applied there would throttle the cluster itself.
+SYSTEM_NAMESPACES = env_list(
+    "SYSTEM_NAMESPACES",
+    "kube-*,default,gpu-operator,gpu-operator-resources,nvidia-gpu-operator,nvidia-dra-driver*,"
+    "hami-system,kueue-system,cert-manager,gpuplatform*",
+)
 # A cluster's API server on a loopback address (and so over plain HTTP) is refused unless this is on:
 # the demo's and the test suite's kubesim serve there; a production control plane never should.
 CLUSTER_ALLOW_LOOPBACK = env_bool("CLUSTER_ALLOW_LOOPBACK", False)

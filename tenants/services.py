@@ -3,9 +3,11 @@ same transaction and locks what it reads to decide (DESIGN §6)."""
 
 from __future__ import annotations
 
+import fnmatch
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, ProtectedError, Value
 from django.db.models.functions import Concat, Substr
@@ -18,7 +20,7 @@ from tenants import scoping
 from tenants.models import Membership, Role, Tenant, TenantNamespace, TenantState
 from tenants.signals import namespace_owner_changed, tenant_state_changed
 
-TENANT_FIELDS = ("slug", "display_name", "cost_centre", "state", "parent_id")
+TENANT_FIELDS = ("slug", "display_name", "cost_centre", "namespace_prefix", "state", "parent_id")
 MEMBERSHIP_FIELDS = ("tenant_id", "user_id", "role")
 MAX_DEPTH = 12
 
@@ -39,8 +41,48 @@ def _tenant_snapshot(tenant: Tenant) -> dict[str, Any]:
     return data
 
 
-def _set_namespaces(tenant: Tenant, namespaces: list[tuple[str, str]]) -> None:
+def _check_assignable(actor: User, tenant: Tenant, namespaces: set[tuple[str, str]]) -> None:
+    """Namespaces say whose pods are billed and where quota objects are applied, so only a
+    platform-admin assigns them, or a tenant-admin within a prefix a platform-admin set on the tenant
+    or above it; system namespaces (kube-*, the GPU Operator's...) are never a tenant's."""
+    for _, namespace in sorted(namespaces):
+        if any(fnmatch.fnmatchcase(namespace, pattern) for pattern in settings.SYSTEM_NAMESPACES):
+            raise ValidationFailed(
+                f"Namespace {namespace!r} is a system namespace and belongs to no tenant.",
+                code="system_namespace",
+                field="namespaces",
+            )
+    if actor.is_platform_admin:
+        return
+    prefixes = [
+        prefix
+        for prefix in Tenant.objects.filter(path__in=_ancestor_paths(tenant.path)).values_list(
+            "namespace_prefix", flat=True
+        )
+        if prefix
+    ]
+    for _, namespace in sorted(namespaces):
+        if not any(namespace.startswith(prefix) for prefix in prefixes):
+            raise Forbidden(
+                "Only platform-admins assign namespaces here"
+                + (
+                    f"; tenant-admins may assign ones starting with {' or '.join(sorted(prefixes))}."
+                    if prefixes
+                    else "."
+                ),
+                code="namespace_not_delegated",
+            )
+
+
+def _ancestor_paths(path: str) -> list[str]:
+    return [path[: i + 1] for i, ch in enumerate(path) if ch == "/" and i > 0]
+
+
+def _set_namespaces(actor: User, tenant: Tenant, namespaces: list[tuple[str, str]]) -> None:
     wanted = {(cluster, namespace) for cluster, namespace in namespaces}
+    current_keys = {(ns.cluster, ns.namespace) for ns in tenant.namespaces.all()}
+    # Only what changes needs the right: removing one's own namespace is not assigning one.
+    _check_assignable(actor, tenant, wanted - current_keys)
     clashes = (
         TenantNamespace.objects.exclude(tenant=tenant)
         .filter(namespace__in=[ns for _, ns in wanted])
@@ -79,6 +121,7 @@ def create_tenant(
     display_name: str,
     parent_id: uuid.UUID | None = None,
     cost_centre: str = "",
+    namespace_prefix: str = "",
     state: str = TenantState.ACTIVE,
     namespaces: list[tuple[str, str]] | None = None,
 ) -> Tenant:
@@ -96,6 +139,8 @@ def create_tenant(
                 raise ValidationFailed(f"The tenant tree is at most {MAX_DEPTH} levels deep.", field="parent")
         elif not actor.is_platform_admin:
             raise Forbidden("Only platform-admins create top-level tenants.")
+        if namespace_prefix and not actor.is_platform_admin:
+            raise Forbidden("Only platform-admins delegate namespace prefixes.", code="set_from_above")
         if Tenant.objects.filter(slug=slug).exists():
             raise Conflict(f"The slug {slug!r} is taken.", code="slug_taken", field="slug")
         tenant_id = uuid.uuid4()
@@ -107,6 +152,7 @@ def create_tenant(
             slug=slug,
             display_name=display_name,
             cost_centre=cost_centre,
+            namespace_prefix=namespace_prefix,
             state=state,
         )
         try:
@@ -115,7 +161,7 @@ def create_tenant(
         except IntegrityError as exc:
             raise Conflict(f"The slug {slug!r} is taken.", code="slug_taken", field="slug") from exc
         if namespaces:
-            _set_namespaces(tenant, namespaces)
+            _set_namespaces(actor, tenant, namespaces)
         record_event(
             actor=actor,
             action="tenant.created",
@@ -135,6 +181,7 @@ def update_tenant(
     tenant_id: uuid.UUID | str,
     display_name: str = _UNSET,
     cost_centre: str = _UNSET,
+    namespace_prefix: str = _UNSET,
     state: str = _UNSET,
     slug: str = _UNSET,
     parent_id: uuid.UUID | None = _UNSET,
@@ -147,6 +194,9 @@ def update_tenant(
         if not scoping.can_manage(actor, tenant):
             raise Forbidden("You may view this tenant but not change it.")
         new_parent = None
+        if parent_id is not _UNSET and parent_id is not None:
+            # An invisible parent answers as an absent one, even when it is the current parent.
+            _visible_tenant(actor, parent_id)
         moving = parent_id is not _UNSET and parent_id != tenant.parent_id
         if moving:
             if not scoping.can_manage_strictly_below(actor, tenant):
@@ -181,6 +231,10 @@ def update_tenant(
                     f"A tenant's {name.replace('_', ' ')} is set by an admin above it or a platform-admin.",
                     code="set_from_above",
                 )
+        if namespace_prefix is not _UNSET and namespace_prefix != tenant.namespace_prefix:
+            if not actor.is_platform_admin:
+                raise Forbidden("Only platform-admins delegate namespace prefixes.", code="set_from_above")
+            tenant.namespace_prefix = namespace_prefix
         state_changed = state is not _UNSET and state != tenant.state
         if cost_centre is not _UNSET:
             tenant.cost_centre = cost_centre
@@ -190,7 +244,7 @@ def update_tenant(
         if state_changed:
             tenant_state_changed.send(sender=Tenant, tenant_id=tenant.pk, state=tenant.state)
         if namespaces is not _UNSET:
-            _set_namespaces(tenant, namespaces)
+            _set_namespaces(actor, tenant, namespaces)
         after = _tenant_snapshot(tenant)
         if after != before:
             record_event(

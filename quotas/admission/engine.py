@@ -72,8 +72,8 @@ def evaluate(ix: Index, ledger: Ledger, req: PendingRequest, *, check_queue_head
     if plan is not None:
         victims, trial = plan
         loans = _loans(ix, trial, req, places)
-        names = ", ".join(v.request_id for v in victims)
-        message = f"admitted by preempting {len(victims)} request(s): {names}"
+        # Victims may belong to other tenants: count them, never name them.
+        message = f"admitted by preempting {len(victims)} request(s) of lower priority or beyond their quota"
         return _decision(
             ix,
             req,

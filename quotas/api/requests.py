@@ -84,6 +84,18 @@ class CapacityRequestSerializer(StrictModelSerializer):
         ]
         read_only_fields = fields
 
+    def to_representation(self, instance: CapacityRequest) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        # The preemptor may be another tenant's request: its id is shown only within the same tenant
+        # (or to those who see every tenant), never as a handle on an object the viewer cannot see.
+        preemptor = instance.preempted_by
+        if preemptor is not None and preemptor.tenant_id != instance.tenant_id:
+            request = self.context.get("request")
+            user = getattr(request, "user", None)
+            if not getattr(user, "sees_all_tenants", False):
+                data["preempted_by"] = None
+        return data
+
 
 class SubmitSerializer(StrictSerializer):
     """A request names its tenant (id or slug), flavor and priority class (id or name); the queue is
@@ -151,7 +163,7 @@ class CapacityRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, S
     """Requests for GPU capacity: pending ones say why they wait and where they stand in line."""
 
     queryset = CapacityRequest.objects.select_related(
-        "tenant", "queue", "flavor", "priority_class", "created_by"
+        "tenant", "queue", "flavor", "priority_class", "created_by", "preempted_by"
     ).prefetch_related("transitions__actor")
     serializer_class = CapacityRequestSerializer
     filterset_class = CapacityRequestFilter

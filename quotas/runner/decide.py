@@ -181,9 +181,14 @@ def persist(*, outcome: AdmissionRun, names: Names, now: datetime) -> list[Reque
                     )
                 )
     for rid, (by, victim) in victims.items():
+        # The victim's tenant may not see the preemptor's: name it only within the same tenant.
+        same_tenant = victim.tenant == by.tenant
+        preemptor = (
+            f"request {by.request_id} of {by.tenant!r}" if same_tenant else "a request of another tenant"
+        )
         message = (
-            f"Preempted by request {by.request_id} of {by.tenant!r} "
-            + ("to reclaim its nominal quota" if victim.cause == "reclaim" else "of higher priority")
+            f"Preempted by {preemptor} "
+            + ("reclaiming its nominal quota" if victim.cause == "reclaim" else "of higher priority")
             + "; the cluster objects of this request are lowered or removed."
         )
         moves.append(

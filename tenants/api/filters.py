@@ -10,8 +10,10 @@ from tenants.models import Membership, Role, Tenant, TenantState
 
 class TenantFilter(django_filters.FilterSet):
     q = django_filters.CharFilter(method="search", label="Search slug, name or cost centre")
-    parent = django_filters.UUIDFilter(field_name="parent_id")
-    parent_slug = django_filters.CharFilter(field_name="parent__slug")
+    # Parents are matched among the tenants the caller can see: a child of an invisible parent must
+    # not answer to that parent's id or slug (it would confirm the parent exists, and its name).
+    parent = django_filters.UUIDFilter(method="filter_parent")
+    parent_slug = django_filters.CharFilter(method="filter_parent_slug")
     root = django_filters.BooleanFilter(
         field_name="parent", lookup_expr="isnull", label="Only top-level tenants"
     )
@@ -28,6 +30,19 @@ class TenantFilter(django_filters.FilterSet):
         return queryset.filter(
             Q(slug__icontains=value) | Q(display_name__icontains=value) | Q(cost_centre__icontains=value)
         )
+
+    def _visible_parents(self) -> QuerySet[Tenant]:
+        return (
+            Tenant.objects.visible_to(self.request.user)
+            if self.request is not None
+            else Tenant.objects.none()
+        )
+
+    def filter_parent(self, queryset: QuerySet[Tenant], name: str, value: uuid.UUID) -> QuerySet[Tenant]:
+        return queryset.filter(parent__in=self._visible_parents().filter(pk=value))
+
+    def filter_parent_slug(self, queryset: QuerySet[Tenant], name: str, value: str) -> QuerySet[Tenant]:
+        return queryset.filter(parent__in=self._visible_parents().filter(slug=value))
 
     def filter_within(self, queryset: QuerySet[Tenant], name: str, value: uuid.UUID) -> QuerySet[Tenant]:
         anchor = queryset.filter(pk=value).values_list("path", flat=True).first()

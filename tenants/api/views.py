@@ -62,6 +62,7 @@ class TenantViewSet(
             display_name=data["display_name"],
             parent_id=data.get("parent_id"),
             cost_centre=data.get("cost_centre", ""),
+            namespace_prefix=data.get("namespace_prefix", ""),
             state=data.get("state", "active"),
             namespaces=_namespaces(data),
         )

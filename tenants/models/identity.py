@@ -44,6 +44,11 @@ class Tenant(models.Model):
     slug = models.CharField(max_length=63, unique=True, validators=[dns_label])
     display_name = models.CharField(max_length=200)
     cost_centre = models.CharField(max_length=64, blank=True)
+    namespace_prefix = models.CharField(
+        max_length=40,
+        blank=True,
+        help_text="Set by platform-admins: tenant-admins below may assign namespaces starting with it.",
+    )
     state = models.CharField(max_length=16, choices=TenantState.choices, default=TenantState.ACTIVE)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)

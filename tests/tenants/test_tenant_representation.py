@@ -33,7 +33,7 @@ def rendered_both_ways(user, tenants):
 
 def test_by_hand_equals_the_declared_fields(cast):
     with_namespaces = create_tenant(
-        actor=cast.alice,
+        actor=cast.pat,
         slug="vision-east",
         display_name="Vision East",
         parent_id=cast.vision.pk,
