@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from gpuplatform.accounts.models import ApiToken, TokenScope, User
 from gpuplatform.accounts.tokens import issue_api_token, revoke_api_token
+from gpuplatform.api.filters import FilterSet
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from gpuplatform.api.viewsets import ScopedViewSet
 from gpuplatform.errors import Forbidden, ValidationFailed
@@ -54,7 +55,7 @@ class IssuedTokenSerializer(ApiTokenSerializer):
         fields = [*ApiTokenSerializer.Meta.fields, "token"]
 
 
-class ApiTokenFilter(django_filters.FilterSet):
+class ApiTokenFilter(FilterSet):
     state = django_filters.ChoiceFilter(
         choices=[("active", "active"), ("revoked", "revoked")], method="filter_state"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import django_filters
 from rest_framework import mixins, serializers
 
+from gpuplatform.api.filters import FilterSet
 from gpuplatform.api.pagination import NewestFirstCursorPagination
 from gpuplatform.api.viewsets import ScopedViewSet
 from gpuplatform.audit.models import AuditEvent
@@ -30,7 +31,7 @@ class AuditEventSerializer(serializers.ModelSerializer[AuditEvent]):
         ]
 
 
-class AuditEventFilter(django_filters.FilterSet):
+class AuditEventFilter(FilterSet):
     action = django_filters.CharFilter()
     action_prefix = django_filters.CharFilter(field_name="action", lookup_expr="startswith")
     object_type = django_filters.CharFilter()

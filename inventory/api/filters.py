@@ -6,10 +6,11 @@ from typing import Any
 import django_filters
 from django.db.models import Q, QuerySet
 
+from gpuplatform.api.filters import FilterSet
 from inventory.models import Allocation, Gpu, HolderKind, Node, NodePool, ResourceClaim
 
 
-class NodePoolFilter(django_filters.FilterSet):
+class NodePoolFilter(FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
     cluster_id = django_filters.UUIDFilter(field_name="cluster_id")
     tenant = django_filters.CharFilter(field_name="tenant__slug")
@@ -20,7 +21,7 @@ class NodePoolFilter(django_filters.FilterSet):
         fields = ["cluster", "cluster_id", "tenant", "q"]
 
 
-class NodeFilter(django_filters.FilterSet):
+class NodeFilter(FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
     pool = django_filters.UUIDFilter(field_name="pool_id")
     model = django_filters.CharFilter(field_name="model_key")
@@ -33,7 +34,7 @@ class NodeFilter(django_filters.FilterSet):
         fields = ["cluster", "pool", "model", "present", "cordoned", "q"]
 
 
-class GpuFilter(django_filters.FilterSet):
+class GpuFilter(FilterSet):
     cluster = django_filters.CharFilter(field_name="node__cluster__name")
     node = django_filters.CharFilter(field_name="node__name")
     pool = django_filters.UUIDFilter(field_name="node__pool_id")
@@ -45,7 +46,7 @@ class GpuFilter(django_filters.FilterSet):
         fields = ["cluster", "node", "pool", "model", "mig_enabled"]
 
 
-class ResourceClaimFilter(django_filters.FilterSet):
+class ResourceClaimFilter(FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
     tenant = django_filters.CharFilter(field_name="tenant__slug")
     tenant_id = django_filters.UUIDFilter(field_name="tenant_id")
@@ -58,7 +59,7 @@ class ResourceClaimFilter(django_filters.FilterSet):
         fields = ["cluster", "tenant", "tenant_id", "namespace", "state", "present"]
 
 
-class AllocationFilter(django_filters.FilterSet):
+class AllocationFilter(FilterSet):
     cluster = django_filters.CharFilter(field_name="cluster__name")
     tenant = django_filters.CharFilter(method="filter_tenant", label="Tenant slug, or 'unassigned'")
     tenant_id = django_filters.UUIDFilter(field_name="tenant_id")

@@ -11,6 +11,7 @@ from rest_framework import mixins, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gpuplatform.api.filters import FilterSet
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from gpuplatform.api.viewsets import ScopedViewSet
 from quotas.models import Budget, Flavor, PriorityClass, Queue, Quota
@@ -113,7 +114,7 @@ class QueueSerializer(ScopedRelations, StrictModelSerializer):
         read_only_fields = ["id", "created_at"]
 
 
-class TenantOwnedFilter(django_filters.FilterSet):
+class TenantOwnedFilter(FilterSet):
     tenant = django_filters.UUIDFilter(field_name="tenant_id")
     tenant_slug = django_filters.CharFilter(field_name="tenant__slug")
 
@@ -141,13 +142,13 @@ class QueueFilter(TenantOwnedFilter):
         fields = ["tenant", "tenant_slug", "name", "strategy"]
 
 
-class FlavorFilter(django_filters.FilterSet):
+class FlavorFilter(FilterSet):
     class Meta:
         model = Flavor
         fields = ["name", "kind", "pool", "gpu_model"]
 
 
-class PriorityClassFilter(django_filters.FilterSet):
+class PriorityClassFilter(FilterSet):
     class Meta:
         model = PriorityClass
         fields = ["name", "preemptible"]

@@ -12,6 +12,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gpuplatform.api.filters import FilterSet
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from gpuplatform.api.viewsets import ScopedViewSet
 from quotas.models import CapacityRequest, RequestState, RequestTransition
@@ -126,7 +127,7 @@ class NoteSerializer(StrictSerializer):
     note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
 
 
-class CapacityRequestFilter(django_filters.FilterSet):
+class CapacityRequestFilter(FilterSet):
     tenant = django_filters.UUIDFilter(field_name="tenant_id")
     tenant_slug = django_filters.CharFilter(field_name="tenant__slug")
     flavor = django_filters.UUIDFilter(field_name="flavor_id")

@@ -5,10 +5,11 @@ import uuid
 import django_filters
 from django.db.models import Q, QuerySet
 
+from gpuplatform.api.filters import FilterSet
 from tenants.models import Membership, Role, Tenant, TenantState
 
 
-class TenantFilter(django_filters.FilterSet):
+class TenantFilter(FilterSet):
     q = django_filters.CharFilter(method="search", label="Search slug, name or cost centre")
     # Parents are matched among the tenants the caller can see: a child of an invisible parent must
     # not answer to that parent's id or slug (it would confirm the parent exists, and its name).
@@ -49,7 +50,7 @@ class TenantFilter(django_filters.FilterSet):
         return queryset.filter(path__startswith=anchor) if anchor else queryset.none()
 
 
-class MembershipFilter(django_filters.FilterSet):
+class MembershipFilter(FilterSet):
     tenant = django_filters.UUIDFilter(field_name="tenant_id")
     tenant_slug = django_filters.CharFilter(field_name="tenant__slug")
     user = django_filters.CharFilter(field_name="user__username")
