@@ -1,11 +1,14 @@
 """Who sees what of metering (DESIGN §6): tenants their own usage and cost lines, finance and
-platform-admins everything; rate cards and billing periods are visible to every signed-in user (a
-tenant reads the price it pays), and changed by finance and platform-admins only (services check)."""
+platform-admins everything. A tenant reads the prices it pays: GPU-model rate cards and those of the
+flavors it may see. Billing periods carry every tenant's totals (the summary), so they are platform
+objects; tenants read their share through the report lines. Changes are finance's and platform-admins'
+only (the services check)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from django.apps import apps
 from django.db import models
 
 from tenants.scoping import TenantOwnedQuerySet
@@ -21,8 +24,11 @@ class TenantUsageQuerySet(TenantOwnedQuerySet[_M]):
     as ``tenant__in`` never matches NULL."""
 
 
-class SignedInQuerySet(models.QuerySet[Any]):
-    def visible_to(self, user: User) -> SignedInQuerySet:
-        if user.is_authenticated and user.is_active:
+class RateCardQuerySet(models.QuerySet[Any]):
+    def visible_to(self, user: User) -> RateCardQuerySet:
+        if not user.is_authenticated or not user.is_active:
+            return self.none()
+        if user.sees_all_tenants:
             return self
-        return self.none()
+        flavors = apps.get_model("quotas", "Flavor").objects.visible_to(user).values("pk")
+        return self.filter(models.Q(flavor__isnull=True) | models.Q(flavor__in=flavors))

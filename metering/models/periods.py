@@ -13,8 +13,9 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
+from inventory.scoping import PlatformOnlyQuerySet
 from metering.models.usage import QTY_DIGITS, QTY_PLACES
-from metering.scoping import SignedInQuerySet, TenantUsageQuerySet
+from metering.scoping import TenantUsageQuerySet
 
 MONEY_DIGITS = 24
 MONEY_PLACES = 12  # the exact (unrounded) amounts; rounded ones use the currency's minor unit
@@ -42,7 +43,7 @@ class BillingPeriod(models.Model):
     # The report's reconciliation and roll-ups, as built (JSON-ready strings for Decimals).
     summary = models.JSONField(default=dict, blank=True)
 
-    objects = SignedInQuerySet.as_manager()
+    objects = PlatformOnlyQuerySet.as_manager()
 
     class Meta:
         ordering = ["-starts_at"]

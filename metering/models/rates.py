@@ -9,7 +9,7 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
-from metering.scoping import SignedInQuerySet
+from metering.scoping import RateCardQuerySet
 
 
 class Basis(models.TextChoices):
@@ -33,7 +33,7 @@ class RateCard(models.Model):
     note = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects = SignedInQuerySet.as_manager()
+    objects = RateCardQuerySet.as_manager()
 
     class Meta:
         ordering = ["gpu_model", "flavor__name", "effective_from"]
