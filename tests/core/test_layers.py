@@ -15,7 +15,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PURE = ("quotas.admission", "inventory.domain", "inventory.fragmentation", "gpuplatform.quantity")
+PURE = (
+    "quotas.admission",
+    "inventory.domain",
+    "inventory.fragmentation",
+    "gpuplatform.quantity",
+    "metering.chargeback",
+)
 ROOTS = ("gpuplatform", "tenants", "inventory", "quotas", "demo", "kubesim")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
