@@ -86,6 +86,7 @@ INSTALLED_APPS = [
     "tenants",
     "inventory",
     "quotas",
+    "metering",
     "demo",
 ]
 

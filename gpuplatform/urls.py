@@ -23,6 +23,7 @@ from inventory.api.views import (
     NodeViewSet,
     ResourceClaimViewSet,
 )
+from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
 from quotas import views as quota_views
 from quotas.api.catalogue import (
     BudgetViewSet,
@@ -53,6 +54,10 @@ router.register("budgets", BudgetViewSet, basename="budget")
 router.register("priority-classes", PriorityClassViewSet, basename="priority-class")
 router.register("queues", QueueViewSet, basename="queue")
 router.register("capacity-requests", CapacityRequestViewSet, basename="capacity-request")
+router.register("usage", UsageViewSet, basename="usage")
+router.register("rate-cards", RateCardViewSet, basename="rate-card")
+router.register("billing-periods", BillingPeriodViewSet, basename="billing-period")
+router.register("reports", ReportLineViewSet, basename="report")
 
 api_v1: list[URLPattern | URLResolver] = [
     path("me/", MeView.as_view(), name="me"),

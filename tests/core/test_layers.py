@@ -15,8 +15,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PURE = ("quotas.admission", "inventory.domain", "inventory.fragmentation", "gpuplatform.quantity")
-ROOTS = ("gpuplatform", "tenants", "inventory", "quotas", "demo", "kubesim")
+PURE = (
+    "quotas.admission",
+    "inventory.domain",
+    "inventory.fragmentation",
+    "gpuplatform.quantity",
+    "metering.chargeback",
+)
+ROOTS = ("gpuplatform", "tenants", "inventory", "quotas", "metering", "demo", "kubesim")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 # Imports the package and every module below it, then names what of Django or Celery got loaded.

@@ -19,6 +19,7 @@ from tenants.models import Membership, Tenant
 from tests.inventory import factories as inv
 from tests.isolation.checker import check_isolation
 from tests.isolation.routes import api_routes
+from tests.metering import factories as met
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -45,6 +46,12 @@ FOREIGN_OBJECTS = {
     "budget": lambda cast: adm.budget(tenant=cast.nlp),
     "queue": lambda cast: adm.queue(tenant=cast.nlp),
     "capacity-request": lambda cast: adm.capacity_request(tenant=cast.nlp),
+    # Metering: nlp's usage and report lines, the rate card of a flavor dedicated to nlp; billing
+    # periods carry every tenant's totals and are platform objects.
+    "usage": lambda cast: met.usage(tenant=cast.nlp),
+    "rate-card": lambda cast: met.rate_card(tenant=cast.nlp),
+    "billing-period": lambda cast: met.period(),
+    "report": lambda cast: met.report_line(tenant=cast.nlp),
 }
 # Routes about the caller, checked by their own tests (test_me_shows_only_yourself).
 SELF_ROUTES = {"me"}

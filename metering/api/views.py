@@ -1,0 +1,120 @@
+"""REST for metering: usage rows, rate cards, billing periods (close for finance), report lines.
+Thin adapters: querysets through the scoping door, writes through one service each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_filters
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from gpuplatform.api.viewsets import ScopedViewSet
+from metering.api.serializers import (
+    BillingPeriodSerializer,
+    RateCardCreateSerializer,
+    RateCardEndSerializer,
+    RateCardSerializer,
+    ReportLineSerializer,
+    UsageHourSerializer,
+)
+from metering.models import BillingPeriod, RateCard, ReportLine, UsageHour
+from metering.services import periods as period_services
+from metering.services import rates as rate_services
+
+
+class UsageFilter(django_filters.FilterSet):
+    tenant = django_filters.CharFilter(field_name="tenant__slug")
+    tenant_id = django_filters.UUIDFilter(field_name="tenant_id")
+    flavor = django_filters.CharFilter(field_name="flavor_name")
+    model = django_filters.CharFilter(field_name="gpu_model")
+    period = django_filters.CharFilter(field_name="period__label")
+    hour_from = django_filters.IsoDateTimeFilter(field_name="hour", lookup_expr="gte")
+    hour_to = django_filters.IsoDateTimeFilter(field_name="hour", lookup_expr="lt")
+    complete = django_filters.BooleanFilter()
+
+    class Meta:
+        model = UsageHour
+        fields = ["meter", "attribution", "source"]
+
+
+class UsageViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    queryset = UsageHour.objects.select_related("tenant").order_by("hour", "share_key", "meter", "id")
+    serializer_class = UsageHourSerializer
+    filterset_class = UsageFilter
+
+
+class RateCardFilter(django_filters.FilterSet):
+    flavor = django_filters.CharFilter(field_name="flavor__name")
+    model = django_filters.CharFilter(field_name="gpu_model")
+
+    class Meta:
+        model = RateCard
+        fields = ["currency", "basis"]
+
+
+class RateCardViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    queryset = RateCard.objects.select_related("flavor").order_by("gpu_model", "effective_from", "id")
+    serializer_class = RateCardSerializer
+    filterset_class = RateCardFilter
+
+    @extend_schema(request=RateCardCreateSerializer, responses=RateCardSerializer)
+    def create(self, request: Request) -> Response:
+        data = RateCardCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values: dict[str, Any] = dict(data.validated_data)
+        card = rate_services.create_rate_card(
+            actor=self.actor, flavor_id=values.pop("flavor", None), **values
+        )
+        return Response(RateCardSerializer(card).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=RateCardEndSerializer, responses=RateCardSerializer)
+    @action(detail=True, methods=["post"])
+    def end(self, request: Request, pk: str | None = None) -> Response:
+        card = self.get_object()  # through the door: another tenant's card is a 404
+        data = RateCardEndSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        card = rate_services.end_rate_card(
+            actor=self.actor, rate_card_id=card.pk, effective_to=data.validated_data["effective_to"]
+        )
+        return Response(RateCardSerializer(card).data)
+
+
+class BillingPeriodViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    queryset = BillingPeriod.objects.order_by("-starts_at")
+    serializer_class = BillingPeriodSerializer
+    filterset_fields = ["state", "label"]
+
+    @extend_schema(request=None, responses=BillingPeriodSerializer)
+    @action(detail=True, methods=["post"], url_path="start-closing")
+    def start_closing(self, request: Request, pk: str | None = None) -> Response:
+        period = self.get_object()
+        period = period_services.start_closing_period(actor=self.actor, period_id=period.pk)
+        return Response(BillingPeriodSerializer(period).data)
+
+    @extend_schema(request=None, responses=BillingPeriodSerializer)
+    @action(detail=True, methods=["post"])
+    def close(self, request: Request, pk: str | None = None) -> Response:
+        period = self.get_object()
+        period = period_services.close_billing_period(actor=self.actor, period_id=period.pk)
+        return Response(BillingPeriodSerializer(period).data)
+
+
+class ReportLineFilter(django_filters.FilterSet):
+    period = django_filters.CharFilter(field_name="period__label")
+    tenant = django_filters.CharFilter(field_name="tenant_slug")
+    flavor = django_filters.CharFilter(field_name="flavor_name")
+    model = django_filters.CharFilter(field_name="gpu_model")
+
+    class Meta:
+        model = ReportLine
+        fields = ["kind", "currency"]
+
+
+class ReportLineViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    queryset = ReportLine.objects.select_related("period").order_by("period__starts_at", "line_no")
+    serializer_class = ReportLineSerializer
+    filterset_class = ReportLineFilter

@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class MeteringConfig(AppConfig):
+    name = "metering"
+    verbose_name = "Metering and chargeback"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Register the Celery task names (metering.meter_hour, ...) with the app.
+        from metering import tasks  # noqa: F401

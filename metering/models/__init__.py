@@ -1,0 +1,17 @@
+from metering.models.periods import Adjustment, BillingPeriod, PeriodState, ReportLine
+from metering.models.rates import Basis, RateCard
+from metering.models.usage import Attribution, CapacityHour, Meter, MeteredHour, UsageHour
+
+__all__ = [
+    "Adjustment",
+    "Attribution",
+    "Basis",
+    "BillingPeriod",
+    "CapacityHour",
+    "Meter",
+    "MeteredHour",
+    "PeriodState",
+    "RateCard",
+    "ReportLine",
+    "UsageHour",
+]

@@ -1,0 +1,1 @@
+"""Metering's writes: the hourly ledger, rate cards, billing periods and their reports."""

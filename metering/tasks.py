@@ -1,0 +1,36 @@
+"""Celery tasks of metering: thin wrappers taking ids, idempotent, with stable names."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from celery import shared_task
+from django.utils import timezone
+
+from inventory.models import Cluster
+from metering.services.ledger import meter_allocation_hour
+
+
+@shared_task(name="metering.meter_hour")
+def meter_hour_task(cluster_id: str, hour: str) -> dict[str, Any]:
+    """Meter one cluster-hour (``hour`` ISO 8601, a whole UTC hour); running it twice gives the same rows."""
+    done = meter_allocation_hour(cluster_id=uuid.UUID(cluster_id), hour=datetime.fromisoformat(hour))
+    return {
+        "cluster": cluster_id,
+        "hour": done.hour.isoformat(),
+        "rows": done.rows,
+        "adjustments": done.adjustments,
+    }
+
+
+@shared_task(name="metering.meter_last_hour")
+def meter_last_hour_task() -> list[str]:
+    """Beat entry: queue the hour that just ended for every cluster, one task each."""
+    hour = timezone.now().astimezone(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
+    queued = []
+    for cluster_id in Cluster.objects.order_by("name").values_list("pk", flat=True):
+        meter_hour_task.delay(str(cluster_id), hour.isoformat())
+        queued.append(str(cluster_id))
+    return queued
