@@ -12,6 +12,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gpuplatform.api.filters import FilterSet
 from gpuplatform.api.viewsets import ScopedViewSet
 from metering.api.serializers import (
     BillingPeriodSerializer,
@@ -26,7 +27,7 @@ from metering.services import periods as period_services
 from metering.services import rates as rate_services
 
 
-class UsageFilter(django_filters.FilterSet):
+class UsageFilter(FilterSet):
     tenant = django_filters.CharFilter(field_name="tenant__slug")
     tenant_id = django_filters.UUIDFilter(field_name="tenant_id")
     flavor = django_filters.CharFilter(field_name="flavor_name")
@@ -47,7 +48,7 @@ class UsageViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewS
     filterset_class = UsageFilter
 
 
-class RateCardFilter(django_filters.FilterSet):
+class RateCardFilter(FilterSet):
     flavor = django_filters.CharFilter(field_name="flavor__name")
     model = django_filters.CharFilter(field_name="gpu_model")
 
@@ -103,7 +104,7 @@ class BillingPeriodViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Sco
         return Response(BillingPeriodSerializer(period).data)
 
 
-class ReportLineFilter(django_filters.FilterSet):
+class ReportLineFilter(FilterSet):
     period = django_filters.CharFilter(field_name="period__label")
     tenant = django_filters.CharFilter(field_name="tenant_slug")
     flavor = django_filters.CharFilter(field_name="flavor_name")
