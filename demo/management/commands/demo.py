@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -32,7 +33,7 @@ class Command(BaseCommand):
         # The demo's cluster is the in-process kubesim on 127.0.0.1, which a production setup refuses.
         settings.CLUSTER_ALLOW_LOOPBACK = True
         call_command("migrate", verbosity=0, interactive=False)
-        credentials = seed_demo_organisation()
+        credentials = seed_demo_organisation(token_file=_token_file())
         # An in-process simulated cluster (mixed scenario: exclusive, MIG, time-slicing, MPS, HAMi, DRA),
         # kept synced by a background thread while the server runs.
         sim = kubesim.start(scenario="mixed", nodes=options["nodes"], seed=1, controllers=_controllers())
@@ -55,7 +56,7 @@ class Command(BaseCommand):
             f"  Ready:     {url}/readyz",
             f"  Log in as platform-admin: {credentials.admin_username} / {credentials.admin_password}",
             "  (every demo user has that password: alice, bob, rita, carol, dave, erin, frank, fiona, ivan)",
-            "  API tokens (read+write):",
+            "  API tokens (read+write; kept for the next run of the demo):",
         ]
         for who, token in credentials.tokens.items():
             lines.append(f"    {who}: {token}")
@@ -83,6 +84,15 @@ class Command(BaseCommand):
         finally:
             stop.set()
             sim.stop()
+
+
+def _token_file() -> Path:
+    """Where the printed tokens are kept between runs: beside the demo's SQLite file (a new file
+    means new tokens), or in var/ on another database."""
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        return Path(database["NAME"]).with_suffix(".tokens.json")
+    return Path(settings.BASE_DIR) / "var" / "demo-tokens.json"
 
 
 def _controllers() -> Any:
