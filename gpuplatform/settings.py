@@ -204,11 +204,12 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", not REDIS_URL)
+ADMISSION_LOOP_SECONDS = float(env_int("ADMISSION_LOOP_SECONDS", 30))
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # Expire ended requests and decide pending ones again (capacity freed by pods, quota edits).
     "quotas-admission-loop": {
         "task": "quotas.run_admission_loop",
-        "schedule": float(env_int("ADMISSION_LOOP_SECONDS", 30)),
+        "schedule": ADMISSION_LOOP_SECONDS,
     },
 }
 

@@ -16,6 +16,7 @@ from demo.capacity import seed_demo_capacity
 from demo.seed import seed_demo_cluster, seed_demo_organisation
 from inventory.sync.service import keep_synced, sync_cluster
 from kubesim.controllers import CONTROLLER_NAMES
+from quotas.runner.loop import keep_admitting
 
 DEMO_NODES = 24
 
@@ -42,11 +43,20 @@ class Command(BaseCommand):
         sync = threading.Thread(
             target=keep_synced, kwargs={"cluster": cluster, "stop": stop}, name="demo-inventory", daemon=True
         )
+        # What beat runs in production (expiry, deciding pending requests again, materialising what
+        # that moves): tasks run inline without Redis, so a thread calls the loop on beat's period.
+        admitting = threading.Thread(
+            target=keep_admitting,
+            kwargs={"stop": stop, "interval_seconds": settings.ADMISSION_LOOP_SECONDS},
+            name="demo-admission-loop",
+            daemon=True,
+        )
         # One cold sync first: flavors are made from the pools it finds.
         sync_cluster(cluster_id=cluster.pk)
         seed_demo_capacity(cluster=cluster)
         if not options["seed_only"]:
             sync.start()
+            admitting.start()
         url = f"http://{options['host']}:{options['port']}"
         lines = [
             "",
