@@ -7,9 +7,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import waitress
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
+from django.core.wsgi import get_wsgi_application
 
 import kubesim
 from demo.capacity import seed_demo_capacity
@@ -19,6 +21,13 @@ from kubesim.controllers import CONTROLLER_NAMES
 from quotas.runner.loop import keep_admitting
 
 DEMO_NODES = 24
+# The demo's server: waitress, threaded and in this process (so kubesim, the sync and the admission
+# loop live beside it). A listen backlog and connection limit far above Django's development server,
+# whose backlog of 5 reset about half of 100 concurrent clients; SQLite serialises the writes, so a
+# few threads are as fast as many.
+SERVER_THREADS = 8
+SERVER_BACKLOG = 2048
+SERVER_CONNECTION_LIMIT = 1000
 
 
 class Command(BaseCommand):
@@ -88,9 +97,18 @@ class Command(BaseCommand):
         try:
             if options["seed_only"]:
                 return
-            call_command(
-                "runserver", f"{options['host']}:{options['port']}", use_reloader=False, use_threading=True
+            waitress.serve(
+                get_wsgi_application(),
+                host=options["host"],
+                port=options["port"],
+                threads=SERVER_THREADS,
+                backlog=SERVER_BACKLOG,
+                connection_limit=SERVER_CONNECTION_LIMIT,
+                ident="gpuplatform-demo",
+                _quiet=True,
             )
+        except KeyboardInterrupt:
+            pass
         finally:
             stop.set()
             sim.stop()
