@@ -11,7 +11,7 @@ from typing import Any
 
 from inventory.capacity import cached_pool_card_capacity
 from inventory.selectors import cached_pool_resource_capacity
-from quotas.models import Budget, CapacityRequest, Flavor, Quota
+from quotas.models import Budget, CapacityRequest, Flavor, FlavorKind, Quota
 from quotas.models.requests import HOLDING
 from quotas.runner.inputs import burned_ge_hours, month_bounds
 
@@ -120,4 +120,66 @@ def oversubscription() -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["Budget", "QuotaBar", "budget_burn", "oversubscription", "quota_bars"]
+@dataclass(frozen=True)
+class Enforcement:
+    """Whether the cluster can hold a tenant to its quota of this flavor apart from other flavors."""
+
+    separately: bool
+    reason: str = ""
+    shared_with: tuple[str, ...] = ()
+
+
+def flavor_enforcement(*, flavors: list[Flavor], visible: Any) -> dict[uuid.UUID, Enforcement]:
+    """Per flavor: a device-plugin flavor is enforced by the namespace's ResourceQuota, which counts
+    a resource name on the whole cluster; when another device-plugin flavor on the same cluster uses
+    the same name, the quota holds their sum and a pod may spend it on either pool (until each pool
+    advertises a name of its own). DRA flavors are enforced per claim. Names of flavors the viewer
+    cannot see (``visible`` is their queryset) are not given; one query."""
+    clusters = {f.pool.cluster_id for f in flavors if f.pool and f.kind == FlavorKind.DEVICE_PLUGIN}
+    others = list(
+        Flavor.objects.filter(kind=FlavorKind.DEVICE_PLUGIN, pool__cluster_id__in=clusters).values_list(
+            "pk", "name", "pool__cluster_id", "resources"
+        )
+    )
+    ids = [o[0] for o in others]
+    seen = set(visible.filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
+    result: dict[uuid.UUID, Enforcement] = {}
+    for f in flavors:
+        if f.kind != FlavorKind.DEVICE_PLUGIN or f.pool is None:
+            result[f.pk] = Enforcement(separately=True)
+            continue
+        pool, mine = f.pool, set(f.resource_names)
+        sharing = [
+            (name, sorted(mine & {r["name"] for r in resources}), pk in seen)
+            for pk, name, cluster_id, resources in others
+            if pk != f.pk and cluster_id == pool.cluster_id and mine & {r["name"] for r in resources}
+        ]
+        if not sharing:
+            result[f.pk] = Enforcement(separately=True)
+            continue
+        names = tuple(sorted(name for name, _, shown in sharing if shown))
+        hidden = sum(1 for _, _, shown in sharing if not shown)
+        resources = ", ".join(sorted({r for _, rs, _ in sharing for r in rs}))
+        who = ", ".join(names) + (f" and {hidden} other flavor(s)" if hidden else "")
+        result[f.pk] = Enforcement(
+            separately=False,
+            shared_with=names,
+            reason=(
+                f"The cluster cannot enforce this flavor separately: {resources} is also the resource of "
+                f"{who} on the same cluster, so a namespace's ResourceQuota holds their sum and a pod may "
+                "use it on either pool. It becomes enforceable once its pool advertises a resource name of "
+                "its own."
+            ),
+        )
+    return result
+
+
+__all__ = [
+    "Budget",
+    "Enforcement",
+    "QuotaBar",
+    "budget_burn",
+    "flavor_enforcement",
+    "oversubscription",
+    "quota_bars",
+]

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from gpuplatform.errors import DomainError
 from gpuplatform.ui.auth import current_user
 from quotas import selectors
-from quotas.models import Budget, CapacityRequest, Quota
+from quotas.models import Budget, CapacityRequest, Flavor, Quota
 from quotas.models.requests import ApprovalState, RequestState
 from quotas.services import requests as request_services
 from tenants.models import Tenant
@@ -42,9 +42,17 @@ def queue(request: HttpRequest) -> HttpResponse:
 @login_required
 def quota_overview(request: HttpRequest) -> HttpResponse:
     user = current_user(request)
-    bars = selectors.quota_bars(quotas=Quota.objects.visible_to(user))
+    quotas = Quota.objects.visible_to(user)
+    bars = selectors.quota_bars(quotas=quotas)
     burn = selectors.budget_burn(budgets=Budget.objects.visible_to(user), now=timezone.now())
-    return render(request, "quotas/quota_overview.html", {"bars": bars, "burn": burn})
+    flavors = list(Flavor.objects.filter(pk__in=quotas.values("flavor_id")).select_related("pool"))
+    enforcement = selectors.flavor_enforcement(flavors=flavors, visible=Flavor.objects.visible_to(user))
+    unenforced = {f.name: enforcement[f.pk].reason for f in flavors if not enforcement[f.pk].separately}
+    return render(
+        request,
+        "quotas/quota_overview.html",
+        {"bars": bars, "burn": burn, "unenforced": sorted(unenforced.items())},
+    )
 
 
 @login_required

@@ -6,7 +6,7 @@ from typing import Any
 
 import django_filters
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -16,6 +16,7 @@ from gpuplatform.api.viewsets import ScopedViewSet
 from quotas.models import Budget, Flavor, PriorityClass, Queue, Quota
 from quotas.models.catalogue import fraction_text
 from quotas.runner.inputs import physical_free
+from quotas.selectors import flavor_enforcement
 from quotas.services import catalogue as catalogue_services
 
 
@@ -37,10 +38,17 @@ class FlavorResourceSerializer(StrictSerializer):
     ge_per_unit = serializers.CharField(max_length=32, validators=[fraction_text])
 
 
+class EnforcementSerializer(StrictSerializer):
+    separately = serializers.BooleanField(help_text="The cluster can hold a tenant to this flavor alone.")
+    reason = serializers.CharField(help_text="Why not, when it cannot; empty otherwise.")
+    shared_with = serializers.ListField(child=serializers.CharField(), help_text="Flavors sharing its name.")
+
+
 class FlavorSerializer(ScopedRelations, StrictModelSerializer):
     resources = FlavorResourceSerializer(many=True)
     pool_missing = serializers.SerializerMethodField()
     capacity = serializers.SerializerMethodField()
+    enforcement = serializers.SerializerMethodField()
 
     class Meta:
         model = Flavor
@@ -57,9 +65,26 @@ class FlavorSerializer(ScopedRelations, StrictModelSerializer):
             "tenant",
             "pool_missing",
             "capacity",
+            "enforcement",
             "created_at",
         ]
         read_only_fields = ["id", "created_at"]
+
+    @extend_schema_field(EnforcementSerializer)
+    def get_enforcement(self, flavor: Flavor) -> dict[str, Any]:
+        """Whether the cluster enforces this flavor apart from others sharing its resource name."""
+        known = self.context.get("enforcement")
+        if known is None or flavor.pk not in known:
+            request = self.context.get("request")
+            user = getattr(request, "user", None)
+            visible = Flavor.objects.visible_to(user) if user is not None else Flavor.objects.none()
+            known = flavor_enforcement(flavors=[flavor], visible=visible)
+        found = known[flavor.pk]
+        return {
+            "separately": found.separately,
+            "reason": found.reason,
+            "shared_with": list(found.shared_with),
+        }
 
     def get_pool_missing(self, flavor: Flavor) -> bool:
         return flavor.pool_id is None
@@ -187,14 +212,20 @@ class FlavorViewSet(CatalogViewSet):
     """Kinds of capacity, with free physical capacity from inventory and a flag when the pool vanished."""
 
     model = Flavor
-    queryset = Flavor.objects.all()
+    queryset = Flavor.objects.select_related("pool")
     serializer_class = FlavorSerializer
     filterset_class = FlavorFilter
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        # Free capacity of the whole page in two queries, not two per flavor.
-        context = {**self.get_serializer_context(), "free": physical_free(page or [])}
+        # Free capacity and enforcement of the whole page in a few queries, not a few per flavor.
+        context = {
+            **self.get_serializer_context(),
+            "free": physical_free(page or []),
+            "enforcement": flavor_enforcement(
+                flavors=list(page or []), visible=Flavor.objects.visible_to(self.actor)
+            ),
+        }
         return self.get_paginated_response(FlavorSerializer(page, many=True, context=context).data)
 
 
