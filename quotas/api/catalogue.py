@@ -11,12 +11,13 @@ from rest_framework import mixins, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from gpuplatform.api.filters import IdOrNameFilter
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from gpuplatform.api.viewsets import ScopedViewSet
 from quotas.models import Budget, Flavor, PriorityClass, Queue, Quota
 from quotas.models.catalogue import fraction_text
 from quotas.runner.inputs import physical_free
-from quotas.selectors import flavor_enforcement
+from quotas.selectors import flavor_enforcement, quota_standing
 from quotas.services import catalogue as catalogue_services
 
 
@@ -102,10 +103,32 @@ class PriorityClassSerializer(ScopedRelations, StrictModelSerializer):
         read_only_fields = ["id", "created_at"]
 
 
+class QuotaStandingSerializer(StrictSerializer):
+    used = serializers.IntegerField(help_text="Held now: admitted and active requests.")
+    borrowed = serializers.IntegerField(help_text="Of what is used, taken from relatives' unused quota.")
+    lent = serializers.IntegerField(help_text="Of this quota, held by relatives' requests.")
+    available = serializers.IntegerField(help_text="Admissible at once: nominal - own use - lent.")
+
+
 class QuotaSerializer(ScopedRelations, StrictModelSerializer):
     nominal = serializers.IntegerField(min_value=0)
     borrowing_limit = serializers.IntegerField(min_value=0, allow_null=True, required=False)
     lending_limit = serializers.IntegerField(min_value=0, allow_null=True, required=False)
+    standing = serializers.SerializerMethodField()
+
+    @extend_schema_field(QuotaStandingSerializer)
+    def get_standing(self, quota: Quota) -> dict[str, int]:
+        """Where this quota stands now (QuotaStanding), computed for the whole page at once on lists."""
+        known = self.context.get("standing")
+        if known is None or quota.pk not in known:
+            known = quota_standing(quotas=[quota])
+        found = known[quota.pk]
+        return {
+            "used": found.used,
+            "borrowed": found.borrowed,
+            "lent": found.lent,
+            "available": found.available,
+        }
 
     class Meta:
         model = Quota
@@ -117,6 +140,7 @@ class QuotaSerializer(ScopedRelations, StrictModelSerializer):
             "nominal",
             "borrowing_limit",
             "lending_limit",
+            "standing",
             "updated_at",
         ]
         read_only_fields = ["id", "updated_at"]
@@ -139,12 +163,12 @@ class QueueSerializer(ScopedRelations, StrictModelSerializer):
 
 
 class TenantOwnedFilter(django_filters.FilterSet):
-    tenant = django_filters.UUIDFilter(field_name="tenant_id")
+    tenant = IdOrNameFilter(field_name="tenant_id", name_field="tenant__slug", help_text="Id or slug.")
     tenant_slug = django_filters.CharFilter(field_name="tenant__slug")
 
 
 class QuotaFilter(TenantOwnedFilter):
-    flavor = django_filters.UUIDFilter(field_name="flavor_id")
+    flavor = IdOrNameFilter(field_name="flavor_id", name_field="flavor__name", help_text="Id or name.")
     flavor_name = django_filters.CharFilter(field_name="flavor__name")
 
     class Meta:
@@ -153,7 +177,7 @@ class QuotaFilter(TenantOwnedFilter):
 
 
 class BudgetFilter(TenantOwnedFilter):
-    flavor = django_filters.UUIDFilter(field_name="flavor_id")
+    flavor = IdOrNameFilter(field_name="flavor_id", name_field="flavor__name", help_text="Id or name.")
 
     class Meta:
         model = Budget
@@ -244,6 +268,11 @@ class QuotaViewSet(CatalogViewSet):
 
     def get_queryset(self) -> QuerySet[Any]:
         return super().get_queryset().order_by("tenant__path", "flavor__name", "resource")
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        context = {**self.get_serializer_context(), "standing": quota_standing(quotas=list(page or []))}
+        return self.get_paginated_response(QuotaSerializer(page, many=True, context=context).data)
 
 
 class BudgetViewSet(CatalogViewSet):
