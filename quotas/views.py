@@ -7,13 +7,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from gpuplatform.errors import DomainError
 from gpuplatform.ui.auth import current_user
 from quotas import selectors
+from quotas.forms import RequestCapacityForm
 from quotas.models import Budget, CapacityRequest, Flavor, Quota
 from quotas.models.requests import ApprovalState, RequestState
 from quotas.services import requests as request_services
@@ -36,7 +37,10 @@ def queue(request: HttpRequest) -> HttpResponse:
         tenant__in=Tenant.objects.manageable_by(user).values("pk"),
     ).order_by("created_at")
     recent = visible.exclude(state=RequestState.PENDING).order_by("-updated_at")[:20]
-    return render(request, "quotas/queue.html", {"pending": pending, "inbox": inbox, "recent": recent})
+    # Shown, empty or not, to whoever may approve something; not to members, who never can.
+    can_approve = Tenant.objects.manageable_by(user).exists()
+    context = {"pending": pending, "inbox": inbox, "recent": recent, "can_approve": can_approve}
+    return render(request, "quotas/queue.html", context)
 
 
 @login_required
@@ -74,3 +78,42 @@ def decide(request: HttpRequest, request_id: str, verdict: str) -> HttpResponse:
     except DomainError as exc:
         messages.error(request, exc.message)
     return redirect("queues")
+
+
+@login_required
+def request_capacity(request: HttpRequest) -> HttpResponse:
+    """A tenant asks for capacity: the API's service, its answers and its messages."""
+    user = current_user(request)
+    form = RequestCapacityForm(request.POST or None, user=user)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            submitted = request_services.submit_request(
+                actor=user,
+                tenant=data["tenant"],
+                flavor=data["flavor"],
+                priority_class=data["priority_class"] or None,
+                amount=data["amount"],
+                duration_seconds=data["duration_seconds"],
+                reason=data["reason"],
+                idempotency_key=data["idempotency_key"],
+            )
+        except DomainError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        else:
+            return redirect("queues-request", request_id=submitted.request.pk)
+    return render(request, "quotas/request_form.html", {"form": form})
+
+
+@login_required
+def request_detail(request: HttpRequest, request_id: str) -> HttpResponse:
+    """One request and its timeline of transitions; another tenant's request is a 404."""
+    user = current_user(request)
+    found = get_object_or_404(
+        CapacityRequest.objects.visible_to(user).select_related(
+            "tenant", "queue", "flavor", "priority_class", "created_by"
+        ),
+        pk=request_id,
+    )
+    timeline = found.transitions.select_related("actor").order_by("at", "id")
+    return render(request, "quotas/request_detail.html", {"r": found, "timeline": timeline})
