@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.db import transaction
 from django.utils import timezone
 
 from gpuplatform.accounts.models import ApiToken, PlatformRole, TokenScope, User
-from gpuplatform.accounts.tokens import issue_api_token
+from gpuplatform.accounts.tokens import TokenInvalid, authenticate_token, issue_api_token
 from inventory.models import Cluster
 from inventory.services import create_cluster, update_cluster
 from tenants.models import Membership, Tenant
@@ -53,9 +56,12 @@ class DemoCredentials:
     tokens: dict[str, str]  # "alice (tenant-admin of vision)" -> plaintext
 
 
-def seed_demo_organisation() -> DemoCredentials:
-    """Create what is missing of the demo tree and people; issue fresh tokens for two team admins
-    (tokens are stored hashed, so the previous demo tokens are revoked and new ones printed)."""
+def seed_demo_organisation(*, token_file: Path | None = None) -> DemoCredentials:
+    """Create what is missing of the demo tree and people, and tokens for two team admins. Tokens are
+    stored hashed, so their plaintext is kept in ``token_file`` (the demo's, beside its database):
+    a kept token that still works is printed again; without one, the previous demo tokens are revoked
+    and new ones issued (and kept)."""
+    kept = _read_kept_tokens(token_file)
     with transaction.atomic():
         users: dict[str, User] = {}
         for username, full_name, platform_role, _ in PEOPLE:
@@ -93,12 +99,46 @@ def seed_demo_organisation() -> DemoCredentials:
         tokens: dict[str, str] = {}
         for username, slug in (("alice", "vision"), ("bob", "nlp")):
             user = users[username]
+            who = f"{username} (tenant-admin of {slug})"
+            if _still_works(kept.get(who, ""), user):
+                tokens[who] = kept[who]
+                continue
             ApiToken.objects.filter(user=user, name=TOKEN_NAME, revoked_at__isnull=True).update(
                 revoked_at=timezone.now()
             )
             issued = issue_api_token(actor=user, name=TOKEN_NAME, scopes=[TokenScope.READ, TokenScope.WRITE])
-            tokens[f"{username} (tenant-admin of {slug})"] = issued.plaintext
+            tokens[who] = issued.plaintext
+    if token_file is not None and tokens != kept:
+        _keep_tokens(token_file, tokens)
     return DemoCredentials(admin_username="admin", admin_password=DEMO_PASSWORD, tokens=tokens)
+
+
+def _still_works(plaintext: str, user: User) -> bool:
+    if not plaintext:
+        return False
+    try:
+        token = authenticate_token(plaintext)
+    except TokenInvalid:
+        return False
+    return token.user_id == user.pk and token.name == TOKEN_NAME
+
+
+def _read_kept_tokens(token_file: Path | None) -> dict[str, str]:
+    if token_file is None or not token_file.exists():
+        return {}
+    try:
+        data = json.loads(token_file.read_text())
+    except (OSError, ValueError):
+        return {}  # unreadable: issue new ones
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
+def _keep_tokens(token_file: Path, tokens: dict[str, str]) -> None:
+    """Owner-only, as the demo's SQLite file holds nothing secret but this file does."""
+    token_file.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        json.dump(tokens, handle, indent=2)
 
 
 DEMO_CLUSTER = "demo"

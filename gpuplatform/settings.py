@@ -173,9 +173,17 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
-    # The demo's SQLite file: readers never block the writer, and writers wait instead of failing.
+    # The demo's SQLite file serves its own concurrency (API threads, the sync, the admission loop).
+    # WAL: readers never block the writer. IMMEDIATE: a transaction takes the write lock when it
+    # begins, so it waits (up to `timeout` seconds) behind the current writer; a deferred one that
+    # read first and then wrote could not wait and failed at once with "database is locked".
+    # synchronous=NORMAL is durable across process crashes, which is what a demo needs.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
-    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env("REDIS_URL")
@@ -197,11 +205,12 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", not REDIS_URL)
+ADMISSION_LOOP_SECONDS = float(env_int("ADMISSION_LOOP_SECONDS", 30))
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # Expire ended requests and decide pending ones again (capacity freed by pods, quota edits).
     "quotas-admission-loop": {
         "task": "quotas.run_admission_loop",
-        "schedule": float(env_int("ADMISSION_LOOP_SECONDS", 30)),
+        "schedule": ADMISSION_LOOP_SECONDS,
     },
 }
 

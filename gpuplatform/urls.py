@@ -101,6 +101,8 @@ urlpatterns = [
     path("queues/", quota_views.queue, name="queues"),
     path("queues/quotas/", quota_views.quota_overview, name="queues-quotas"),
     path("queues/oversubscription/", quota_views.oversubscription, name="queues-oversubscription"),
+    path("queues/requests/new/", quota_views.request_capacity, name="queues-request-new"),
+    path("queues/requests/<uuid:request_id>/", quota_views.request_detail, name="queues-request"),
     path("queues/requests/<uuid:request_id>/<str:verdict>/", quota_views.decide, name="queues-decide"),
     path("<slug:section>/", ui_views.section_placeholder, name="section"),
 ]

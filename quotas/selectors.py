@@ -11,9 +11,63 @@ from typing import Any
 
 from inventory.capacity import cached_pool_card_capacity
 from inventory.selectors import cached_pool_resource_capacity
-from quotas.models import Budget, CapacityRequest, Flavor, Quota
+from quotas.models import Budget, CapacityRequest, Flavor, FlavorKind, Quota
 from quotas.models.requests import HOLDING
 from quotas.runner.inputs import burned_ge_hours, month_bounds
+from tenants.models import Tenant
+
+
+@dataclass(frozen=True)
+class QuotaStanding:
+    """Where one quota row stands now, in its resource's native units.
+
+    used: what the tenant holds (admitted and active requests); borrowed: the part of that taken
+    from relatives' unused quota (the loans recorded when each request was admitted); lent: what
+    relatives' requests hold of this tenant's unused quota; available: what the tenant can still be
+    admitted within its own nominal at once, ``nominal - (used - borrowed) - lent`` (lent quota can
+    be reclaimed by preemption, so more may come)."""
+
+    nominal: int
+    used: int
+    borrowed: int
+    lent: int
+
+    @property
+    def available(self) -> int:
+        return max(0, self.nominal - (self.used - self.borrowed) - self.lent)
+
+
+def quota_standing(*, quotas: list[Quota]) -> dict[uuid.UUID, QuotaStanding]:
+    """Per quota row: used, borrowed, lent and available (QuotaStanding). Two queries for any number
+    of rows: the tenants' own holding requests, and the holding requests with loans on their flavors."""
+    if not quotas:
+        return {}
+    tenant_ids = {q.tenant_id for q in quotas}
+    flavor_ids = {q.flavor_id for q in quotas}
+    slug_of = dict(Tenant.objects.filter(pk__in=tenant_ids).values_list("pk", "slug"))
+    used: dict[tuple[Any, Any, str], int] = defaultdict(int)
+    borrowed: dict[tuple[Any, Any, str], int] = defaultdict(int)
+    lent: dict[tuple[str, Any, str], int] = defaultdict(int)
+    holding = CapacityRequest.objects.filter(state__in=HOLDING, flavor_id__in=flavor_ids)
+    for tenant, flavor, amounts, loans in holding.filter(tenant_id__in=tenant_ids).values_list(
+        "tenant_id", "flavor_id", "amounts", "borrowed"
+    ):
+        for r, a in amounts.items():
+            used[(tenant, flavor, r)] += int(a)
+        for loan in loans or []:
+            borrowed[(tenant, flavor, loan["resource"])] += int(loan["amount"])
+    for flavor, loans in holding.exclude(borrowed=[]).values_list("flavor_id", "borrowed"):
+        for loan in loans or []:
+            lent[(loan["lender"], flavor, loan["resource"])] += int(loan["amount"])
+    return {
+        q.pk: QuotaStanding(
+            nominal=q.nominal,
+            used=used[(q.tenant_id, q.flavor_id, q.resource)],
+            borrowed=borrowed[(q.tenant_id, q.flavor_id, q.resource)],
+            lent=lent[(slug_of.get(q.tenant_id, ""), q.flavor_id, q.resource)],
+        )
+        for q in quotas
+    }
 
 
 @dataclass(frozen=True)
@@ -21,12 +75,19 @@ class QuotaBar:
     tenant: str
     flavor: str
     resource: str
-    nominal: int
-    in_use: int
+    standing: QuotaStanding
+
+    @property
+    def nominal(self) -> int:
+        return self.standing.nominal
+
+    @property
+    def in_use(self) -> int:
+        return self.standing.used
 
     @property
     def borrowed(self) -> int:
-        return max(0, self.in_use - self.nominal)
+        return self.standing.borrowed
 
     @property
     def scale(self) -> int:
@@ -37,28 +98,22 @@ class QuotaBar:
 
     @property
     def use_percent(self) -> float:
-        return self.percent(min(self.in_use, self.nominal))
+        return self.percent(self.in_use - self.borrowed)
 
     @property
     def borrow_percent(self) -> float:
         return self.percent(self.borrowed)
 
+    @property
+    def lent_percent(self) -> float:
+        return self.percent(min(self.standing.lent, max(0, self.nominal - (self.in_use - self.borrowed))))
+
 
 def quota_bars(*, quotas: Any) -> list[QuotaBar]:
-    """One bar per visible quota row: nominal, in use (admitted and active requests), borrowed."""
+    """One bar per visible quota row: its own use, borrowed, lent (QuotaStanding)."""
     rows = list(quotas.select_related("tenant", "flavor").order_by("tenant__path", "flavor__name"))
-    held: dict[tuple[uuid.UUID, uuid.UUID, str], int] = defaultdict(int)
-    for tenant, flavor, amounts in CapacityRequest.objects.filter(
-        tenant_id__in={q.tenant_id for q in rows}, state__in=HOLDING
-    ).values_list("tenant_id", "flavor_id", "amounts"):
-        for r, a in amounts.items():
-            held[(tenant, flavor, r)] += int(a)
-    return [
-        QuotaBar(
-            q.tenant.slug, q.flavor.name, q.resource, q.nominal, held[(q.tenant_id, q.flavor_id, q.resource)]
-        )
-        for q in rows
-    ]
+    standing = quota_standing(quotas=rows)
+    return [QuotaBar(q.tenant.slug, q.flavor.name, q.resource, standing[q.pk]) for q in rows]
 
 
 def budget_burn(*, budgets: Any, now: datetime) -> list[dict[str, Any]]:
@@ -120,4 +175,68 @@ def oversubscription() -> list[dict[str, Any]]:
     return rows
 
 
-__all__ = ["Budget", "QuotaBar", "budget_burn", "oversubscription", "quota_bars"]
+@dataclass(frozen=True)
+class Enforcement:
+    """Whether the cluster can hold a tenant to its quota of this flavor apart from other flavors."""
+
+    separately: bool
+    reason: str = ""
+    shared_with: tuple[str, ...] = ()
+
+
+def flavor_enforcement(*, flavors: list[Flavor], visible: Any) -> dict[uuid.UUID, Enforcement]:
+    """Per flavor: a device-plugin flavor is enforced by the namespace's ResourceQuota, which counts
+    a resource name on the whole cluster; when another device-plugin flavor on the same cluster uses
+    the same name, the quota holds their sum and a pod may spend it on either pool (until each pool
+    advertises a name of its own). DRA flavors are enforced per claim. Names of flavors the viewer
+    cannot see (``visible`` is their queryset) are not given; one query."""
+    clusters = {f.pool.cluster_id for f in flavors if f.pool and f.kind == FlavorKind.DEVICE_PLUGIN}
+    others = list(
+        Flavor.objects.filter(kind=FlavorKind.DEVICE_PLUGIN, pool__cluster_id__in=clusters).values_list(
+            "pk", "name", "pool__cluster_id", "resources"
+        )
+    )
+    ids = [o[0] for o in others]
+    seen = set(visible.filter(pk__in=ids).values_list("pk", flat=True)) if ids else set()
+    result: dict[uuid.UUID, Enforcement] = {}
+    for f in flavors:
+        if f.kind != FlavorKind.DEVICE_PLUGIN or f.pool is None:
+            result[f.pk] = Enforcement(separately=True)
+            continue
+        pool, mine = f.pool, set(f.resource_names)
+        sharing = [
+            (name, sorted(mine & {r["name"] for r in resources}), pk in seen)
+            for pk, name, cluster_id, resources in others
+            if pk != f.pk and cluster_id == pool.cluster_id and mine & {r["name"] for r in resources}
+        ]
+        if not sharing:
+            result[f.pk] = Enforcement(separately=True)
+            continue
+        names = tuple(sorted(name for name, _, shown in sharing if shown))
+        hidden = sum(1 for _, _, shown in sharing if not shown)
+        resources = ", ".join(sorted({r for _, rs, _ in sharing for r in rs}))
+        who = ", ".join(names) + (f" and {hidden} other flavor(s)" if hidden else "")
+        result[f.pk] = Enforcement(
+            separately=False,
+            shared_with=names,
+            reason=(
+                f"The cluster cannot enforce this flavor separately: {resources} is also the resource of "
+                f"{who} on the same cluster, so a namespace's ResourceQuota holds their sum and a pod may "
+                "use it on either pool. It becomes enforceable once its pool advertises a resource name of "
+                "its own."
+            ),
+        )
+    return result
+
+
+__all__ = [
+    "Budget",
+    "Enforcement",
+    "QuotaBar",
+    "QuotaStanding",
+    "budget_burn",
+    "flavor_enforcement",
+    "oversubscription",
+    "quota_bars",
+    "quota_standing",
+]

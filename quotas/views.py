@@ -7,14 +7,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import F
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from gpuplatform.errors import DomainError
 from gpuplatform.ui.auth import current_user
 from quotas import selectors
-from quotas.models import Budget, CapacityRequest, Quota
+from quotas.forms import RequestCapacityForm
+from quotas.models import Budget, CapacityRequest, Flavor, Quota
 from quotas.models.requests import ApprovalState, RequestState
 from quotas.services import requests as request_services
 from tenants import scoping
@@ -46,15 +47,26 @@ def queue(request: HttpRequest) -> HttpResponse:
         for row in inbox
     ]
     recent = visible.exclude(state=RequestState.PENDING).order_by("-updated_at")[:20]
-    return render(request, "quotas/queue.html", {"pending": pending, "inbox": inbox_rows, "recent": recent})
+    # Shown, empty or not, to whoever may decide something; not to members, who never can.
+    can_approve = Tenant.objects.manageable_by(user).exists()
+    context = {"pending": pending, "inbox": inbox_rows, "recent": recent, "can_approve": can_approve}
+    return render(request, "quotas/queue.html", context)
 
 
 @login_required
 def quota_overview(request: HttpRequest) -> HttpResponse:
     user = current_user(request)
-    bars = selectors.quota_bars(quotas=Quota.objects.visible_to(user))
+    quotas = Quota.objects.visible_to(user)
+    bars = selectors.quota_bars(quotas=quotas)
     burn = selectors.budget_burn(budgets=Budget.objects.visible_to(user), now=timezone.now())
-    return render(request, "quotas/quota_overview.html", {"bars": bars, "burn": burn})
+    flavors = list(Flavor.objects.filter(pk__in=quotas.values("flavor_id")).select_related("pool"))
+    enforcement = selectors.flavor_enforcement(flavors=flavors, visible=Flavor.objects.visible_to(user))
+    unenforced = {f.name: enforcement[f.pk].reason for f in flavors if not enforcement[f.pk].separately}
+    return render(
+        request,
+        "quotas/quota_overview.html",
+        {"bars": bars, "burn": burn, "unenforced": sorted(unenforced.items())},
+    )
 
 
 @login_required
@@ -76,3 +88,42 @@ def decide(request: HttpRequest, request_id: str, verdict: str) -> HttpResponse:
     except DomainError as exc:
         messages.error(request, exc.message)
     return redirect("queues")
+
+
+@login_required
+def request_capacity(request: HttpRequest) -> HttpResponse:
+    """A tenant asks for capacity: the API's service, its answers and its messages."""
+    user = current_user(request)
+    form = RequestCapacityForm(request.POST or None, user=user)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            submitted = request_services.submit_request(
+                actor=user,
+                tenant=data["tenant"],
+                flavor=data["flavor"],
+                priority_class=data["priority_class"] or None,
+                amount=data["amount"],
+                duration_seconds=data["duration_seconds"],
+                reason=data["reason"],
+                idempotency_key=data["idempotency_key"],
+            )
+        except DomainError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        else:
+            return redirect("queues-request", request_id=submitted.request.pk)
+    return render(request, "quotas/request_form.html", {"form": form})
+
+
+@login_required
+def request_detail(request: HttpRequest, request_id: str) -> HttpResponse:
+    """One request and its timeline of transitions; another tenant's request is a 404."""
+    user = current_user(request)
+    found = get_object_or_404(
+        CapacityRequest.objects.visible_to(user).select_related(
+            "tenant", "queue", "flavor", "priority_class", "created_by"
+        ),
+        pk=request_id,
+    )
+    timeline = found.transitions.select_related("actor").order_by("at", "id")
+    return render(request, "quotas/request_detail.html", {"r": found, "timeline": timeline})

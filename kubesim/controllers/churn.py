@@ -33,6 +33,10 @@ ACTIONS = (
 )
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 MAX_ACTIONS_PER_PASS = 100
+# A busy but healthy cluster has a few nodes down or drained, not most: a flap or a cordon takes a
+# node out only while fewer than this share (at least one) are out, and otherwise brings one back.
+# (Toggling a random node was a random walk that settled at about half the nodes not ready.)
+UNHEALTHY_SHARE = 0.1
 
 
 class Churn:
@@ -197,11 +201,15 @@ class Churn:
         self.ctx.delete("resourceclaims", claim["metadata"]["namespace"], claim["metadata"]["name"])
         return True
 
+    def _out_or_back(self, nodes: list[dict[str, Any]], out: list[dict[str, Any]]) -> dict[str, Any]:
+        """The node to toggle: any node while few are out, else one of those out (brought back)."""
+        return pick(self.ctx.rng, out if len(out) >= max(1, int(len(nodes) * UNHEALTHY_SHARE)) else nodes)
+
     def _node_ready_flap(self) -> bool:
         nodes = self.ctx.cache.values("nodes")
         if not nodes:
             return False
-        node = pick(self.ctx.rng, nodes)
+        node = self._out_or_back(nodes, [n for n in nodes if not _ready(n)])
         now = self.ctx.now_text()
         conditions = []
         for condition in (node.get("status") or {}).get("conditions") or []:
@@ -233,7 +241,7 @@ class Churn:
         nodes = self.ctx.cache.values("nodes")
         if not nodes:
             return False
-        node = pick(self.ctx.rng, nodes)
+        node = self._out_or_back(nodes, [n for n in nodes if (n.get("spec") or {}).get("unschedulable")])
         spec = node.get("spec") or {}
         cordoned = bool(spec.get("unschedulable"))
         taints = [t for t in spec.get("taints") or [] if t.get("key") != UNSCHEDULABLE_TAINT]
@@ -252,3 +260,8 @@ class Churn:
         value = str(int(self.ctx.clock()))
         patch = {"metadata": {"labels": {"nvidia.com/gfd.timestamp": value}}}
         return self.ctx.patch("nodes", None, node["metadata"]["name"], patch) is not None
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)

@@ -6,17 +6,18 @@ from typing import Any
 
 import django_filters
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gpuplatform.api.filters import FilterSet
+from gpuplatform.api.filters import FilterSet, IdOrNameFilter
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from gpuplatform.api.viewsets import ScopedViewSet
 from quotas.models import Budget, Flavor, PriorityClass, Queue, Quota
 from quotas.models.catalogue import fraction_text
 from quotas.runner.inputs import physical_free
+from quotas.selectors import flavor_enforcement, quota_standing
 from quotas.services import catalogue as catalogue_services
 
 
@@ -38,10 +39,17 @@ class FlavorResourceSerializer(StrictSerializer):
     ge_per_unit = serializers.CharField(max_length=32, validators=[fraction_text])
 
 
+class EnforcementSerializer(StrictSerializer):
+    separately = serializers.BooleanField(help_text="The cluster can hold a tenant to this flavor alone.")
+    reason = serializers.CharField(help_text="Why not, when it cannot; empty otherwise.")
+    shared_with = serializers.ListField(child=serializers.CharField(), help_text="Flavors sharing its name.")
+
+
 class FlavorSerializer(ScopedRelations, StrictModelSerializer):
     resources = FlavorResourceSerializer(many=True)
     pool_missing = serializers.SerializerMethodField()
     capacity = serializers.SerializerMethodField()
+    enforcement = serializers.SerializerMethodField()
 
     class Meta:
         model = Flavor
@@ -58,9 +66,26 @@ class FlavorSerializer(ScopedRelations, StrictModelSerializer):
             "tenant",
             "pool_missing",
             "capacity",
+            "enforcement",
             "created_at",
         ]
         read_only_fields = ["id", "created_at"]
+
+    @extend_schema_field(EnforcementSerializer)
+    def get_enforcement(self, flavor: Flavor) -> dict[str, Any]:
+        """Whether the cluster enforces this flavor apart from others sharing its resource name."""
+        known = self.context.get("enforcement")
+        if known is None or flavor.pk not in known:
+            request = self.context.get("request")
+            user = getattr(request, "user", None)
+            visible = Flavor.objects.visible_to(user) if user is not None else Flavor.objects.none()
+            known = flavor_enforcement(flavors=[flavor], visible=visible)
+        found = known[flavor.pk]
+        return {
+            "separately": found.separately,
+            "reason": found.reason,
+            "shared_with": list(found.shared_with),
+        }
 
     def get_pool_missing(self, flavor: Flavor) -> bool:
         return flavor.pool_id is None
@@ -78,10 +103,32 @@ class PriorityClassSerializer(ScopedRelations, StrictModelSerializer):
         read_only_fields = ["id", "created_at"]
 
 
+class QuotaStandingSerializer(StrictSerializer):
+    used = serializers.IntegerField(help_text="Held now: admitted and active requests.")
+    borrowed = serializers.IntegerField(help_text="Of what is used, taken from relatives' unused quota.")
+    lent = serializers.IntegerField(help_text="Of this quota, held by relatives' requests.")
+    available = serializers.IntegerField(help_text="Admissible at once: nominal - own use - lent.")
+
+
 class QuotaSerializer(ScopedRelations, StrictModelSerializer):
     nominal = serializers.IntegerField(min_value=0)
     borrowing_limit = serializers.IntegerField(min_value=0, allow_null=True, required=False)
     lending_limit = serializers.IntegerField(min_value=0, allow_null=True, required=False)
+    standing = serializers.SerializerMethodField()
+
+    @extend_schema_field(QuotaStandingSerializer)
+    def get_standing(self, quota: Quota) -> dict[str, int]:
+        """Where this quota stands now (QuotaStanding), computed for the whole page at once on lists."""
+        known = self.context.get("standing")
+        if known is None or quota.pk not in known:
+            known = quota_standing(quotas=[quota])
+        found = known[quota.pk]
+        return {
+            "used": found.used,
+            "borrowed": found.borrowed,
+            "lent": found.lent,
+            "available": found.available,
+        }
 
     class Meta:
         model = Quota
@@ -93,6 +140,7 @@ class QuotaSerializer(ScopedRelations, StrictModelSerializer):
             "nominal",
             "borrowing_limit",
             "lending_limit",
+            "standing",
             "updated_at",
         ]
         read_only_fields = ["id", "updated_at"]
@@ -115,12 +163,12 @@ class QueueSerializer(ScopedRelations, StrictModelSerializer):
 
 
 class TenantOwnedFilter(FilterSet):
-    tenant = django_filters.UUIDFilter(field_name="tenant_id")
+    tenant = IdOrNameFilter(field_name="tenant_id", name_field="tenant__slug", help_text="Id or slug.")
     tenant_slug = django_filters.CharFilter(field_name="tenant__slug")
 
 
 class QuotaFilter(TenantOwnedFilter):
-    flavor = django_filters.UUIDFilter(field_name="flavor_id")
+    flavor = IdOrNameFilter(field_name="flavor_id", name_field="flavor__name", help_text="Id or name.")
     flavor_name = django_filters.CharFilter(field_name="flavor__name")
 
     class Meta:
@@ -129,7 +177,7 @@ class QuotaFilter(TenantOwnedFilter):
 
 
 class BudgetFilter(TenantOwnedFilter):
-    flavor = django_filters.UUIDFilter(field_name="flavor_id")
+    flavor = IdOrNameFilter(field_name="flavor_id", name_field="flavor__name", help_text="Id or name.")
 
     class Meta:
         model = Budget
@@ -188,14 +236,20 @@ class FlavorViewSet(CatalogViewSet):
     """Kinds of capacity, with free physical capacity from inventory and a flag when the pool vanished."""
 
     model = Flavor
-    queryset = Flavor.objects.all()
+    queryset = Flavor.objects.select_related("pool")
     serializer_class = FlavorSerializer
     filterset_class = FlavorFilter
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        # Free capacity of the whole page in two queries, not two per flavor.
-        context = {**self.get_serializer_context(), "free": physical_free(page or [])}
+        # Free capacity and enforcement of the whole page in a few queries, not a few per flavor.
+        context = {
+            **self.get_serializer_context(),
+            "free": physical_free(page or []),
+            "enforcement": flavor_enforcement(
+                flavors=list(page or []), visible=Flavor.objects.visible_to(self.actor)
+            ),
+        }
         return self.get_paginated_response(FlavorSerializer(page, many=True, context=context).data)
 
 
@@ -214,6 +268,11 @@ class QuotaViewSet(CatalogViewSet):
 
     def get_queryset(self) -> QuerySet[Any]:
         return super().get_queryset().order_by("tenant__path", "flavor__name", "resource")
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        context = {**self.get_serializer_context(), "standing": quota_standing(quotas=list(page or []))}
+        return self.get_paginated_response(QuotaSerializer(page, many=True, context=context).data)
 
 
 class BudgetViewSet(CatalogViewSet):

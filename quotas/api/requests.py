@@ -12,7 +12,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gpuplatform.api.filters import FilterSet
+from gpuplatform.api.filters import FilterSet, IdOrNameFilter
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from gpuplatform.api.viewsets import ScopedViewSet
 from quotas.models import CapacityRequest, RequestState, RequestTransition
@@ -128,9 +128,9 @@ class NoteSerializer(StrictSerializer):
 
 
 class CapacityRequestFilter(FilterSet):
-    tenant = django_filters.UUIDFilter(field_name="tenant_id")
+    tenant = IdOrNameFilter(field_name="tenant_id", name_field="tenant__slug", help_text="Id or slug.")
     tenant_slug = django_filters.CharFilter(field_name="tenant__slug")
-    flavor = django_filters.UUIDFilter(field_name="flavor_id")
+    flavor = IdOrNameFilter(field_name="flavor_id", name_field="flavor__name", help_text="Id or name.")
     flavor_name = django_filters.CharFilter(field_name="flavor__name")
     queue = django_filters.UUIDFilter(field_name="queue_id")
     state = django_filters.MultipleChoiceFilter(choices=RequestState.choices)

@@ -6,12 +6,14 @@ its own transaction under its locks, so one busy tree never holds up another.
 
 from __future__ import annotations
 
+import logging
+import threading
 import uuid
 from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import close_old_connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -24,6 +26,8 @@ from quotas.runner.decide import AdmissionRun, decide_cohort, persist
 from quotas.runner.inputs import root_id_of
 from quotas.runner.locks import lock_cohorts
 from tenants.models import Tenant, TenantState
+
+logger = logging.getLogger(__name__)
 
 
 def expire_requests(*, now: datetime) -> list[uuid.UUID]:
@@ -120,3 +124,18 @@ def run_admission_loop(*, now: datetime | None = None) -> dict[str, Any]:
         "cohorts": len(cohorts),
         "admitted": admitted,
     }
+
+
+def keep_admitting(*, stop: threading.Event, interval_seconds: float) -> None:
+    """What beat does in production, in this process (the demo, where tasks run inline): run the
+    admission loop every ``interval_seconds`` until ``stop`` is set. A failed run is logged and the
+    next one tries again, as beat's next tick would."""
+    while not stop.wait(interval_seconds):
+        try:
+            result = run_admission_loop()
+            if result["expired"] or result["admitted"] or result["withdrawn"]:
+                logger.info("admission loop: %s", result)
+        except Exception:  # the thread must outlive one bad run, as a beat schedule does
+            logger.exception("admission loop failed; retrying in %s s", interval_seconds)
+        finally:
+            close_old_connections()

@@ -187,3 +187,31 @@ def test_the_background_thread_binds_pods_on_its_own() -> None:
     finally:
         controllers.stop()
     assert store.get("pods", "team-vision", "async")["status"]["phase"] == "Running"
+
+
+def _unhealthy_after_long_churn(nodes: int) -> tuple[int, int]:
+    store = Store(clock=FakeClock())
+    store.bulk_load(build("mixed", nodes=nodes, seed=1).objects)
+    clock = FakeClock()
+    controllers = start_controllers(
+        store, enabled=set(CONTROLLER_NAMES), seed=1, clock=clock, churn_rate=20, background=False
+    )
+    for _ in range(30):  # 600 churn actions: about 60 flaps and 60 cordons
+        clock.advance(1.0)
+        controllers.run_once()
+    controllers.stop()
+    listed = store.list("nodes")
+    not_ready = sum(
+        1
+        for n in listed
+        for c in (n.get("status") or {}).get("conditions") or []
+        if c.get("type") == "Ready" and c.get("status") != "True"
+    )
+    cordoned = sum(1 for n in listed if (n.get("spec") or {}).get("unschedulable"))
+    return not_ready, cordoned
+
+
+def test_long_churn_leaves_a_realistic_few_nodes_unhealthy_not_most() -> None:
+    # A flap or a cordon takes a node down only while few are; otherwise it brings one back.
+    not_ready, cordoned = _unhealthy_after_long_churn(nodes=20)
+    assert 0 < not_ready <= 2 and 0 < cordoned <= 2

@@ -4,19 +4,30 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
+import waitress
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
+from django.core.wsgi import get_wsgi_application
 
 import kubesim
 from demo.capacity import seed_demo_capacity
 from demo.seed import seed_demo_cluster, seed_demo_organisation
 from inventory.sync.service import keep_synced, sync_cluster
 from kubesim.controllers import CONTROLLER_NAMES
+from quotas.runner.loop import keep_admitting
 
 DEMO_NODES = 24
+# The demo's server: waitress, threaded and in this process (so kubesim, the sync and the admission
+# loop live beside it). A listen backlog and connection limit far above Django's development server,
+# whose backlog of 5 reset about half of 100 concurrent clients; SQLite serialises the writes, so a
+# few threads are as fast as many.
+SERVER_THREADS = 8
+SERVER_BACKLOG = 2048
+SERVER_CONNECTION_LIMIT = 1000
 
 
 class Command(BaseCommand):
@@ -32,7 +43,7 @@ class Command(BaseCommand):
         # The demo's cluster is the in-process kubesim on 127.0.0.1, which a production setup refuses.
         settings.CLUSTER_ALLOW_LOOPBACK = True
         call_command("migrate", verbosity=0, interactive=False)
-        credentials = seed_demo_organisation()
+        credentials = seed_demo_organisation(token_file=_token_file())
         # An in-process simulated cluster (mixed scenario: exclusive, MIG, time-slicing, MPS, HAMi, DRA),
         # kept synced by a background thread while the server runs.
         sim = kubesim.start(scenario="mixed", nodes=options["nodes"], seed=1, controllers=_controllers())
@@ -41,11 +52,20 @@ class Command(BaseCommand):
         sync = threading.Thread(
             target=keep_synced, kwargs={"cluster": cluster, "stop": stop}, name="demo-inventory", daemon=True
         )
+        # What beat runs in production (expiry, deciding pending requests again, materialising what
+        # that moves): tasks run inline without Redis, so a thread calls the loop on beat's period.
+        admitting = threading.Thread(
+            target=keep_admitting,
+            kwargs={"stop": stop, "interval_seconds": settings.ADMISSION_LOOP_SECONDS},
+            name="demo-admission-loop",
+            daemon=True,
+        )
         # One cold sync first: flavors are made from the pools it finds.
         sync_cluster(cluster_id=cluster.pk)
         seed_demo_capacity(cluster=cluster)
         if not options["seed_only"]:
             sync.start()
+            admitting.start()
         url = f"http://{options['host']}:{options['port']}"
         lines = [
             "",
@@ -55,7 +75,7 @@ class Command(BaseCommand):
             f"  Ready:     {url}/readyz",
             f"  Log in as platform-admin: {credentials.admin_username} / {credentials.admin_password}",
             "  (every demo user has that password: alice, bob, rita, carol, dave, erin, frank, fiona, ivan)",
-            "  API tokens (read+write):",
+            "  API tokens (read+write; kept for the next run of the demo):",
         ]
         for who, token in credentials.tokens.items():
             lines.append(f"    {who}: {token}")
@@ -77,12 +97,30 @@ class Command(BaseCommand):
         try:
             if options["seed_only"]:
                 return
-            call_command(
-                "runserver", f"{options['host']}:{options['port']}", use_reloader=False, use_threading=True
+            waitress.serve(
+                get_wsgi_application(),
+                host=options["host"],
+                port=options["port"],
+                threads=SERVER_THREADS,
+                backlog=SERVER_BACKLOG,
+                connection_limit=SERVER_CONNECTION_LIMIT,
+                ident="gpuplatform-demo",
+                _quiet=True,
             )
+        except KeyboardInterrupt:
+            pass
         finally:
             stop.set()
             sim.stop()
+
+
+def _token_file() -> Path:
+    """Where the printed tokens are kept between runs: beside the demo's SQLite file (a new file
+    means new tokens), or in var/ on another database."""
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        return Path(database["NAME"]).with_suffix(".tokens.json")
+    return Path(settings.BASE_DIR) / "var" / "demo-tokens.json"
 
 
 def _controllers() -> Any:
