@@ -7,8 +7,9 @@
 
     .venv/bin/python benchmarks/kubesim_serving.py --nodes 5000 --pods-per-node 4 --runs 5
 
-Medians of --runs runs. Without kubesim.scenarios the cluster is synthetic: GFD-labelled 8-GPU nodes and
-single-container pods bound to them.
+Medians of --runs runs. By default two simulators, one over HTTPS and one over plain HTTP, are measured
+in alternating runs (--transport both); --transport tls|plain measures one. The cluster is synthetic:
+GFD-labelled 8-GPU nodes and single-container pods bound to them.
 """
 
 from __future__ import annotations
@@ -18,11 +19,21 @@ import json
 import statistics
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
 
 import kubesim
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    list_pages_s: float
+    pages: int
+    items: int
+    replay_events_s: float
+    live_events_s: float
 
 
 def synthetic_objects(nodes: int, pods_per_node: int) -> list[dict[str, Any]]:
@@ -120,6 +131,24 @@ def burst(sim: kubesim.Sim, names: list[tuple[str, str]], rounds: int) -> None:
         sim.store.patch_merge("pods", ns, name, {"metadata": {"annotations": {"bench/write": f"{base}-{i}"}}})
 
 
+def one_run(sim: kubesim.Sim, core: client.CoreV1Api, pod_names: list[tuple[str, str]], args: Any) -> Run:
+    pages, items, secs = list_all_pages(core, args.limit)
+    rv = str(sim.store.resource_version)
+    burst(sim, pod_names, args.events)
+    replay = args.events / read_events(core, rv, args.events)
+    rv = str(sim.store.resource_version)
+    writer = threading.Thread(target=burst, args=(sim, pod_names, args.events))
+    writer.start()
+    live = args.events / read_events(core, rv, args.events)
+    writer.join()
+    return Run(pages / secs, pages, items, replay, live)
+
+
+def _summary(values: list[float], digits: int) -> str:
+    runs = ", ".join(f"{v:.{digits}f}" for v in values)
+    return f"median {statistics.median(values):.{digits}f} (runs: {runs})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=5000)
@@ -127,47 +156,57 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=500)
     parser.add_argument("--events", type=int, default=20000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--transport",
+        choices=("both", "tls", "plain"),
+        default="both",
+        help="both: a TLS and a plain-HTTP simulator measured in alternating runs, side by side",
+    )
     args = parser.parse_args()
 
     objects = synthetic_objects(args.nodes, args.pods_per_node)
-    with kubesim.start(history_window=args.events * 2) as sim:
-        t0 = time.perf_counter()
-        sim.store.bulk_load(objects)
-        load_s = time.perf_counter() - t0
-        core = client.CoreV1Api(sim.api_client())
-        pod_names = [
-            (o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects if o["kind"] == "Pod"
-        ]
-        print(f"loaded {len(objects)} objects in {load_s:.1f}s")
-
-        rates = []
+    pod_names = [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects if o["kind"] == "Pod"]
+    transports = {"both": ("tls", "plain"), "tls": ("tls",), "plain": ("plain",)}[args.transport]
+    sims: dict[str, kubesim.Sim] = {}
+    try:
+        for transport in transports:
+            sim = kubesim.start(history_window=args.events * 2, tls=transport == "tls")
+            t0 = time.perf_counter()
+            sim.store.bulk_load(objects)
+            print(
+                f"{transport} ({sim.url}): loaded {len(objects)} objects in {time.perf_counter() - t0:.1f}s"
+            )
+            sims[transport] = sim
+        cores = {t: client.CoreV1Api(s.api_client()) for t, s in sims.items()}
+        results: dict[str, list[Run]] = {t: [] for t in transports}
+        # Alternating runs share the machine's noise (other processes on a shared host) between the two.
         for _ in range(args.runs):
-            pages, items, secs = list_all_pages(core, args.limit)
-            rates.append(pages / secs)
-        print(
-            f"list: {items} pods in {pages} pages of {args.limit}: "
-            f"median {statistics.median(rates):.1f} pages/s "
-            f"(runs: {', '.join(f'{r:.1f}' for r in rates)})"
-        )
-
-        replay, live = [], []
-        for _ in range(args.runs):
-            rv = str(sim.store.resource_version)
-            burst(sim, pod_names, args.events)
-            replay.append(args.events / read_events(core, rv, args.events))
-            rv = str(sim.store.resource_version)
-            writer = threading.Thread(target=burst, args=(sim, pod_names, args.events))
-            writer.start()
-            live.append(args.events / read_events(core, rv, args.events))
-            writer.join()
-        print(
-            f"watch replay: median {statistics.median(replay):.0f} events/s "
-            f"(runs: {', '.join(f'{r:.0f}' for r in replay)})"
-        )
-        print(
-            f"watch live (writer in the same process): median {statistics.median(live):.0f} events/s "
-            f"(runs: {', '.join(f'{r:.0f}' for r in live)})"
-        )
+            for transport in transports:
+                results[transport].append(one_run(sims[transport], cores[transport], pod_names, args))
+        for transport, runs in results.items():
+            first = runs[0]
+            print(f"[{transport}] list: {first.items} pods in {first.pages} pages of {args.limit}: ", end="")
+            print(_summary([r.list_pages_s for r in runs], 1) + " pages/s")
+            print(
+                f"[{transport}] watch replay: " + _summary([r.replay_events_s for r in runs], 0) + " events/s"
+            )
+            print(
+                f"[{transport}] watch live (writer in the same process): "
+                + _summary([r.live_events_s for r in runs], 0)
+                + " events/s"
+            )
+        if len(transports) == 2:
+            for label, attr in (
+                ("list pages/s", "list_pages_s"),
+                ("watch replay events/s", "replay_events_s"),
+                ("watch live events/s", "live_events_s"),
+            ):
+                tls = statistics.median(getattr(r, attr) for r in results["tls"])
+                plain = statistics.median(getattr(r, attr) for r in results["plain"])
+                print(f"TLS / plain HTTP, {label}: {tls / plain:.2f}")
+    finally:
+        for sim in sims.values():
+            sim.stop()
 
 
 if __name__ == "__main__":
