@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from kubesim import admin, conversion, discovery, errors, registry
+from kubesim import admin, conversion, discovery, errors, openapi, registry
 from kubesim.errors import ApiError
 from kubesim.faults import Faults
 from kubesim.http_types import Request, Response, error_response, json_response
@@ -87,6 +87,8 @@ class Api:
             return Response(200, b"ok", content_type="text/plain")
         if path.startswith("/kubesim"):
             return admin.handle(self, req, path)
+        if path.startswith("/openapi/") and req.method == "GET":
+            return self._openapi(req, path)
         parts = [p for p in path.split("/") if p]
         if req.method == "GET":
             doc = self._discovery(parts)
@@ -96,6 +98,23 @@ class Api:
         if route is None:
             raise errors.resource_not_found_path(path)
         return self._dispatch(req, route)
+
+    def _openapi(self, req: Request, path: str) -> Response:
+        # The real server also serves these as protobuf; kubesim has JSON only, so a client asking for
+        # protobuf alone (client-go's OpenAPISchema() for v2) gets the 406 a server lacking it answers.
+        accept = req.headers.get("accept", "")
+        if accept and not any(
+            t.split(";")[0].strip() in ("application/json", "application/*", "*/*") for t in accept.split(",")
+        ):
+            raise errors.not_acceptable()
+        if path == "/openapi/v2":
+            return Response(200, openapi.v2())
+        if path == "/openapi/v3":
+            return Response(200, openapi.v3_index())
+        body = openapi.v3_group_version(path.removeprefix("/openapi/v3/"))
+        if body is None:
+            raise errors.resource_not_found_path(path)
+        return Response(200, body, {"Cache-Control": "public, immutable"} if "hash" in req.query else {})
 
     def _discovery(self, parts: list[str]) -> dict[str, Any] | None:
         if parts == ["version"]:

@@ -524,5 +524,10 @@ class Store:
                 table.compacted_rv = self._rv
             return self._rv
 
+    def watcher_count(self, resource: str) -> int:
+        """Open watch streams on a resource (a test waits for a client's watch to be open)."""
+        with self._lock:
+            return len(self._tables[resource].watchers)
+
     def oldest_watchable(self, resource: str) -> int:
         return self._tables[resource].compacted_rv
