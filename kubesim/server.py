@@ -86,13 +86,18 @@ class _Handler(BaseHTTPRequestHandler):
         return data == b"" or isinstance(self.connection, ssl.SSLSocket)
 
     def _send(self, resp: Response) -> None:
-        self.send_response(resp.status)
-        self.send_header("Content-Type", resp.content_type)
-        self.send_header("Content-Length", str(len(resp.body)))
-        for name, value in resp.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(resp.body)
+        self.log_request(resp.status)
+        phrase = self.responses.get(resp.status, ("",))[0]
+        lines = [
+            f"{self.protocol_version} {resp.status} {phrase}",
+            f"Server: {self.version_string()}",
+            f"Date: {self.date_time_string()}",
+            f"Content-Type: {resp.content_type}",
+            f"Content-Length: {len(resp.body)}",
+            *(f"{name}: {value}" for name, value in resp.headers.items()),
+        ]
+        # Head and body in one write: one run of TLS records and one syscall per answer, not two.
+        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + resp.body)
 
     def _stream(self, resp: Response) -> None:
         self.send_response(resp.status)
