@@ -81,6 +81,7 @@ def prepare_create(
         # etcd3 store Create: a set resourceVersion is a plain error, which the server answers as 500.
         raise internal_error("resourceVersion should not be set on objects to be created")
     fill_name(info, meta, rng)
+    _omit_empty_maps(meta)
     for system_field in ("uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
         meta.pop(system_field, None)
     if opts.operation != "Apply":
@@ -159,6 +160,9 @@ def prepare_update(
         for key in ("labels", "annotations"):
             if merged["metadata"][key] is None:
                 del merged["metadata"][key]
+        if opts.operation == "Apply" and "managedFields" in meta:
+            # Server-side apply to /status computed its entry (subresource "status"): keep it.
+            merged["metadata"]["managedFields"] = meta["managedFields"]
         new, meta = merged, merged["metadata"]
     elif info.has_status and subresource is None:
         new.pop("status", None)
@@ -170,6 +174,7 @@ def prepare_update(
         else:
             meta.pop(system_field, None)
     meta.pop("resourceVersion", None)
+    _omit_empty_maps(meta)
     if "managedFields" not in meta and "managedFields" in old_meta:
         meta["managedFields"] = old_meta["managedFields"]
     if old_meta.get("deletionTimestamp"):
@@ -199,6 +204,14 @@ def prepare_update(
     if opts.validate:
         validation.validate(info, new, old)
     return new
+
+
+def _omit_empty_maps(meta: dict[str, Any]) -> None:
+    # ObjectMeta's labels and annotations are `omitempty` maps: removing the last key removes the
+    # field, so neither the object nor managedFields keeps an empty `labels: {}`.
+    for key in ("labels", "annotations"):
+        if key in meta and not meta[key]:
+            del meta[key]
 
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
