@@ -275,9 +275,12 @@ class Api:
                 raise errors.gone(errors.CONTINUE_EXPIRED)
             page = self.paginator.next_page(token, scope, limit)
         else:
+            exact = self._list_version_match(info, q)
             self._wait_for_rv(q.get("resourceVersion"))
             matcher = compile_matcher(q.get("labelSelector"), q.get("fieldSelector"), info.plural)
             entries, rv = self.store.list_entries(info.plural, route.namespace, matcher)
+            if exact is not None:
+                rv = self._exact(info, exact, rv)
             page = self.paginator.first_page(entries, rv, scope, limit)
         meta: dict[str, Any] = {"resourceVersion": str(page.rv)}
         if page.continue_token:
@@ -291,8 +294,74 @@ class Api:
         items = b",".join(self.raw(e, info, route.version) for e in page.entries)
         return Response(200, head[:-1] + b',"items":[' + items + b"]}")
 
+    @staticmethod
+    def _list_options_invalid(field: str, message: str) -> ApiError:
+        return ApiError(
+            422,
+            "Invalid",
+            f'ListOptions.meta.k8s.io "" is invalid: {field}: {message}',
+            [errors.field_cause("FieldValueForbidden", field, message)],
+            group="meta.k8s.io",
+            kind="ListOptions",
+        )
+
+    def _list_version_match(self, info: ResourceInfo, q: dict[str, str]) -> int | None:
+        """ValidateListOptions' resourceVersionMatch rules; the rv to match exactly, if Exact."""
+        match, rv = q.get("resourceVersionMatch", ""), q.get("resourceVersion", "")
+        if not match:
+            return None
+        if match not in ("Exact", "NotOlderThan"):
+            raise self._list_options_invalid(
+                "resourceVersionMatch",
+                f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"',
+            )
+        if not rv:
+            raise self._list_options_invalid(
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+            )
+        if match == "Exact" and rv == "0":
+            raise self._list_options_invalid(
+                "resourceVersionMatch",
+                'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+            )
+        if match == "Exact" and not rv.isdigit():
+            raise errors.bad_request(f"invalid resource version: {rv}")
+        return int(rv) if match == "Exact" else None
+
+    def _exact(self, info: ResourceInfo, wanted: int, current: int) -> int:
+        """An Exact list: kubesim keeps no snapshots, so it serves one only where the resource is
+        unchanged since `wanted` (the current objects are then that revision's); otherwise 410, as a real
+        server answers for a revision etcd has compacted."""
+        if wanted == current or (
+            wanted >= self.store.oldest_watchable(info.plural)
+            and self.store.last_change(info.plural) <= wanted
+        ):
+            return wanted
+        raise ApiError(
+            410,
+            "Expired",
+            f"The resourceVersion for the provided list is too old: {wanted} "
+            "(kubesim serves no older revisions)",
+            [{"reason": "Expired", "message": "the resourceVersion is no longer served"}],
+        )
+
     def _watch(self, req: Request, route: Route) -> Response:
         info, q = route.info, req.query
+        if req.flag("sendInitialEvents"):
+            # WatchList (KEP-3157) is not served; without its match parameter a real server refuses
+            # sendInitialEvents, and kubesim refuses it either way, so clients fall back to list+watch.
+            if q.get("resourceVersionMatch") != "NotOlderThan":
+                raise self._list_options_invalid(
+                    "sendInitialEvents",
+                    "Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch "
+                    'is set to "NotOlderThan"',
+                )
+            raise self._list_options_invalid(
+                "sendInitialEvents",
+                "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate "
+                "is enabled",
+            )
         rv_param = q.get("resourceVersion", "")
         since = None if rv_param in ("", "0") else int(rv_param) if rv_param.isdigit() else None
         if rv_param and rv_param != "0" and since is None:
