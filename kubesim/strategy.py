@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from kubesim import conversion, defaults, managed_fields, validation
+from kubesim import conversion, defaults, managed_fields, quantity, schema, validation
 from kubesim.errors import ApiError, bad_request, conflict, field_cause, internal_error, invalid, stale
 from kubesim.registry import ResourceInfo
 
@@ -68,6 +68,7 @@ def prepare_create(
             "metadata must be an object"
         )
     warnings = validation.prune_unknown(info, obj, opts.field_validation)
+    quantity.canonicalize(info.kind, info.version, obj, schema.for_kind(info))
     if info.namespaced:
         body_ns = meta.get("namespace")
         if namespace and body_ns and body_ns != namespace:
@@ -119,6 +120,7 @@ def check_update_identity(
     if not isinstance(meta, dict):
         meta = new["metadata"] = {}
     warnings = validation.prune_unknown(info, new, opts.field_validation)
+    quantity.canonicalize(info.kind, info.version, new, schema.for_kind(info))
     if meta.get("name") and meta["name"] != name:
         raise bad_request(
             f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"

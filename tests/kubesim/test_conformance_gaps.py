@@ -229,3 +229,27 @@ def test_send_initial_events_is_refused(kube_api_client):
         status, body, _ = raw_call(kube_api_client, "GET", "/api/v1/configmaps", query=query)
 
         assert status == 422 and body["details"]["causes"][0]["field"] == "sendInitialEvents"
+
+
+def test_quantities_are_stored_in_canonical_form(kube_api_client):
+    """resource.Quantity is written back canonically: the largest suffix keeping an integer mantissa,
+    in the format it was written in (https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/quantity/)."""
+    core = client.CoreV1Api(kube_api_client)
+    body = node("gpu-1")
+    body["status"]["capacity"] = {"memory": "81920Mi", "cpu": "1000m", "nvidia.com/gpu": "8", "pods": "1000"}
+
+    created = core.create_node(body)
+
+    assert created.status.capacity == {"memory": "80Gi", "cpu": "1", "nvidia.com/gpu": "8", "pods": "1k"}
+
+
+def test_a_string_that_is_no_quantity_is_refused(kube_api_client):
+    """Decoding fails on a bad quantity, so the answer is 400 "cannot be handled as" with the regular
+    expression apimachinery's ParseQuantity reports."""
+    body = pod("p")
+    body["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "lots"}}
+
+    status, answer, _ = raw_call(kube_api_client, "POST", "/api/v1/namespaces/default/pods", body)
+
+    assert status == 400 and answer["reason"] == "BadRequest"
+    assert "quantities must match the regular expression" in answer["message"]
