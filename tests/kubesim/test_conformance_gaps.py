@@ -253,3 +253,31 @@ def test_a_string_that_is_no_quantity_is_refused(kube_api_client):
 
     assert status == 400 and answer["reason"] == "BadRequest"
     assert "quantities must match the regular expression" in answer["message"]
+
+
+def test_a_conflict_names_each_owner_once_and_an_appliers_without_a_version(kube_api_client):
+    """fieldmanager's NewConflictError: one line per (manager identifier, field), Update owners
+    "using <apiVersion>", appliers by name alone, managers sorted by identifier."""
+    core = client.CoreV1Api(kube_api_client)
+    core.create_namespaced_config_map("default", configmap("c", {"a": "1"}), field_manager="ops")
+    core.patch_namespaced_config_map(
+        "c",
+        "default",
+        {"apiVersion": "v1", "kind": "ConfigMap", "data": {"b": "1"}},
+        field_manager="ops",
+        _content_type=APPLY,
+    )
+
+    with pytest.raises(client.ApiException) as err:
+        core.patch_namespaced_config_map(
+            "c",
+            "default",
+            {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "2", "b": "2"}},
+            field_manager="intruder",
+            _content_type=APPLY,
+        )
+
+    assert status_of(err.value)["message"] == (
+        'Apply failed with 2 conflicts: conflicts with "ops":\n- .data.b\n'
+        'conflicts with "ops" using v1:\n- .data.a'
+    )
