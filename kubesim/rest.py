@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from kubesim import admin, conversion, discovery, errors, openapi, registry
+from kubesim import admin, conversion, discovery, errors, negotiation, openapi, registry
 from kubesim.errors import ApiError
 from kubesim.faults import Faults
 from kubesim.http_types import Request, Response, error_response, json_response
@@ -189,7 +189,7 @@ class Api:
         if verb == "create":
             return self.verbs.create(req, info, route.version, route.namespace)
         if verb == "get":
-            return self.render(self._get(route), info, route.version)
+            return self._get_response(req, route)
         if verb == "update":
             return self.verbs.update(
                 req, info, route.version, route.namespace, route.name or "", route.subresource
@@ -217,6 +217,37 @@ class Api:
                     "Internal error occurred: injected fault",
                     [{"message": "injected fault"}],
                 )
+
+    def _get_response(self, req: Request, route: Route) -> Response:
+        accept = req.headers.get("accept", "")
+        form = negotiation.negotiate(accept, listing=False)
+        response = self.render(self._get(route), route.info, route.version)
+        return self._negotiated(form, response, req, None)
+
+    @staticmethod
+    def _negotiated(
+        form: str, response: Response, req: Request, list_meta: dict[str, Any] | None
+    ) -> Response:
+        if form == negotiation.JSON:
+            return response
+        if form == negotiation.YAML:
+            return Response(
+                response.status,
+                negotiation.to_yaml(response.body),
+                response.headers,
+                None,
+                "application/yaml",
+            )
+        parsed = json.loads(response.body)
+        objects = parsed["items"] if list_meta is not None else [parsed]
+        body, ctype = negotiation.transform(
+            form,
+            objects,
+            list_meta,
+            req.headers.get("accept", ""),
+            req.query.get("includeObject", "Metadata"),
+        )
+        return Response(response.status, body, response.headers, None, ctype)
 
     def _get(self, route: Route) -> Entry:
         entry = self.store.get_entry(route.info.plural, route.namespace, route.name or "")
@@ -265,6 +296,7 @@ class Api:
 
     def _list(self, req: Request, route: Route) -> Response:
         info, q = route.info, req.query
+        form = negotiation.negotiate(req.headers.get("accept", ""), listing=True)
         limit = int(q.get("limit") or 0)
         scope = "|".join(
             (info.plural, route.namespace or "", q.get("labelSelector", ""), q.get("fieldSelector", ""))
@@ -292,7 +324,8 @@ class Api:
             {"kind": f"{info.kind}List", "apiVersion": api_version, "metadata": meta}, separators=(",", ":")
         ).encode()
         items = b",".join(self.raw(e, info, route.version) for e in page.entries)
-        return Response(200, head[:-1] + b',"items":[' + items + b"]}")
+        response = Response(200, head[:-1] + b',"items":[' + items + b"]}")
+        return self._negotiated(form, response, req, meta)
 
     @staticmethod
     def _list_options_invalid(field: str, message: str) -> ApiError:
@@ -348,6 +381,7 @@ class Api:
 
     def _watch(self, req: Request, route: Route) -> Response:
         info, q = route.info, req.query
+        negotiation.negotiate(req.headers.get("accept", ""), listing=True, watch=True)
         if req.flag("sendInitialEvents"):
             # WatchList (KEP-3157) is not served; without its match parameter a real server refuses
             # sendInitialEvents, and kubesim refuses it either way, so clients fall back to list+watch.

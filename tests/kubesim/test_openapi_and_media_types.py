@@ -93,3 +93,69 @@ def test_a_protobuf_delete_options_body_is_read(kubesim):
 
     assert answer.status == 200
     assert kubesim.store.get("configmaps", "default", "kept") is not None
+
+
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+
+def test_tables_partial_metadata_and_yaml_are_served_as_asked(kubesim):
+    kubesim.store.create(
+        "configmaps",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "default"},
+            "data": {"a": "1"},
+        },
+    )
+    path = "/api/v1/namespaces/default/configmaps"
+
+    table = json.loads(_http(kubesim, "GET", path, headers={"Accept": f"{TABLE},application/json"}).data)
+    partial = json.loads(
+        _http(
+            kubesim,
+            "GET",
+            path,
+            headers={"Accept": "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"},
+        ).data
+    )
+    one = json.loads(
+        _http(
+            kubesim,
+            "GET",
+            path + "/c",
+            headers={"Accept": "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"},
+        ).data
+    )
+    as_yaml = _http(kubesim, "GET", path + "/c", headers={"Accept": "application/yaml"})
+
+    assert table["kind"] == "Table" and [c["name"] for c in table["columnDefinitions"]] == [
+        "Name",
+        "Created At",
+    ]
+    assert (
+        table["rows"][0]["cells"][0] == "c" and table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
+    )
+    assert partial["kind"] == "PartialObjectMetadataList" and "data" not in partial["items"][0]
+    assert one["kind"] == "PartialObjectMetadata" and one["metadata"]["name"] == "c"
+    assert as_yaml.headers["Content-Type"] == "application/yaml" and b"a: '1'" in as_yaml.data
+
+
+def test_a_read_asking_only_for_what_is_not_served_is_406(kubesim):
+    """Protobuf-only reads, and a PartialObjectMetadata of a list, are refused NotAcceptable."""
+    path = "/api/v1/namespaces/default/configmaps"
+
+    protobuf = _http(kubesim, "GET", path, headers={"Accept": "application/vnd.kubernetes.protobuf"})
+    wrong = _http(
+        kubesim,
+        "GET",
+        path,
+        headers={"Accept": "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"},
+    )
+    fallback = _http(
+        kubesim, "GET", path, headers={"Accept": "application/vnd.kubernetes.protobuf,application/json"}
+    )
+
+    assert protobuf.status == 406 and json.loads(protobuf.data)["reason"] == "NotAcceptable"
+    assert wrong.status == 406
+    assert fallback.status == 200 and json.loads(fallback.data)["kind"] == "ConfigMapList"
