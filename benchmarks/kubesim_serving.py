@@ -182,7 +182,13 @@ def main() -> None:
         # Alternating runs share the machine's noise (other processes on a shared host) between the two.
         for _ in range(args.runs):
             for transport in transports:
-                results[transport].append(one_run(sims[transport], cores[transport], pod_names, args))
+                run = one_run(sims[transport], cores[transport], pod_names, args)
+                results[transport].append(run)
+                print(
+                    f"  run {len(results[transport])} {transport}: {run.list_pages_s:.1f} pages/s, "
+                    f"replay {run.replay_events_s:.0f} events/s, live {run.live_events_s:.0f} events/s",
+                    flush=True,
+                )
         for transport, runs in results.items():
             first = runs[0]
             print(f"[{transport}] list: {first.items} pods in {first.pages} pages of {args.limit}: ", end="")
