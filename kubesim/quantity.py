@@ -81,22 +81,25 @@ def canonical(text: str) -> str:
         return f"{sign}{mantissa}{_DECIMAL_SUFFIX[exponent]}"
 
 
-def canonicalize(kind: str, version: str, value: Any, sch: schema.Schema) -> Any:
-    """`value` with every Quantity-typed field in canonical form; 400 for one that is no quantity."""
+def canonicalize(kind: str, version: str, value: Any, sch: schema.Schema, *, strict: bool = True) -> Any:
+    """`value` with every Quantity-typed field in canonical form; 400 for one that is no quantity
+    (strict=False, the Python API's validate=False: kept as written, as a broken writer could store)."""
     if sch.get("$ref", "").endswith(QUANTITY_DEF):
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             return value  # a type error: schema validation answers it
         try:
             return canonical(str(value))
         except QuantityError as exc:
+            if not strict:
+                return value
             raise bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {exc}') from exc
     resolved = schema.resolve(sch)
     if isinstance(value, dict) and not schema.is_open(resolved):
         for key, child in value.items():
             child_schema = schema.property_schema(resolved, key)
             if child_schema is not None and child is not None:
-                value[key] = canonicalize(kind, version, child, child_schema)
+                value[key] = canonicalize(kind, version, child, child_schema, strict=strict)
     elif isinstance(value, list) and "items" in resolved:
         for i, item in enumerate(value):
-            value[i] = canonicalize(kind, version, item, resolved["items"])
+            value[i] = canonicalize(kind, version, item, resolved["items"], strict=strict)
     return value

@@ -68,7 +68,7 @@ def prepare_create(
             "metadata must be an object"
         )
     warnings = validation.prune_unknown(info, obj, opts.field_validation)
-    quantity.canonicalize(info.kind, info.version, obj, schema.for_kind(info))
+    quantity.canonicalize(info.kind, info.version, obj, schema.for_kind(info), strict=opts.validate)
     if info.namespaced:
         body_ns = meta.get("namespace")
         if namespace and body_ns and body_ns != namespace:
@@ -120,7 +120,7 @@ def check_update_identity(
     if not isinstance(meta, dict):
         meta = new["metadata"] = {}
     warnings = validation.prune_unknown(info, new, opts.field_validation)
-    quantity.canonicalize(info.kind, info.version, new, schema.for_kind(info))
+    quantity.canonicalize(info.kind, info.version, new, schema.for_kind(info), strict=opts.validate)
     if meta.get("name") and meta["name"] != name:
         raise bad_request(
             f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
