@@ -8,7 +8,8 @@
     .venv/bin/python benchmarks/kubesim_serving.py --nodes 5000 --pods-per-node 4 --runs 5
 
 Medians of --runs runs. By default two simulators, one over HTTPS and one over plain HTTP, are measured
-in alternating runs (--transport both); --transport tls|plain measures one. The cluster is synthetic:
+side by side (--transport both): list pages fetched in turn, each timed on its own, then each one's
+watches in turn; --transport tls|plain measures one. The cluster is synthetic:
 GFD-labelled 8-GPU nodes and single-container pods bound to them.
 """
 
@@ -85,22 +86,6 @@ def synthetic_objects(nodes: int, pods_per_node: int) -> list[dict[str, Any]]:
     return objects
 
 
-def list_all_pages(core: client.CoreV1Api, limit: int) -> tuple[int, int, float]:
-    started = time.perf_counter()
-    pages = items = 0
-    token = None
-    while True:
-        kwargs = {"limit": limit, "_preload_content": False}
-        if token:
-            kwargs["_continue"] = token
-        body = json.loads(core.list_pod_for_all_namespaces(**kwargs).data)
-        pages += 1
-        items += len(body["items"])
-        token = body["metadata"].get("continue")
-        if not token:
-            return pages, items, time.perf_counter() - started
-
-
 def read_events(core: client.CoreV1Api, rv: str, expected: int) -> float:
     resp = core.list_pod_for_all_namespaces(
         watch=True, resource_version=rv, timeout_seconds=120, _preload_content=False
@@ -131,17 +116,41 @@ def burst(sim: kubesim.Sim, names: list[tuple[str, str]], rounds: int) -> None:
         sim.store.patch_merge("pods", ns, name, {"metadata": {"annotations": {"bench/write": f"{base}-{i}"}}})
 
 
-def one_run(sim: kubesim.Sim, core: client.CoreV1Api, pod_names: list[tuple[str, str]], args: Any) -> Run:
-    pages, items, secs = list_all_pages(core, args.limit)
+def paired_list(cores: dict[str, client.CoreV1Api], limit: int) -> dict[str, tuple[int, int, float]]:
+    """Every page of each simulator's list, the transports taking turns page by page and each page
+    timed on its own: load from other processes on a shared host then falls on both alike."""
+    tokens: dict[str, str | None] = dict.fromkeys(cores)
+    totals = {t: [0, 0, 0.0] for t in cores}
+    active = set(cores)
+    while active:
+        for transport in sorted(active):
+            kwargs: dict[str, Any] = {"limit": limit, "_preload_content": False}
+            if tokens[transport]:
+                kwargs["_continue"] = tokens[transport]
+            started = time.perf_counter()
+            body = json.loads(cores[transport].list_pod_for_all_namespaces(**kwargs).data)
+            total = totals[transport]
+            total[2] += time.perf_counter() - started
+            total[0] += 1
+            total[1] += len(body["items"])
+            tokens[transport] = body["metadata"].get("continue")
+            if not tokens[transport]:
+                active.discard(transport)
+    return {t: (int(v[0]), int(v[1]), float(v[2])) for t, v in totals.items()}
+
+
+def watch_rates(
+    sim: kubesim.Sim, core: client.CoreV1Api, pod_names: list[tuple[str, str]], events: int
+) -> tuple[float, float]:
     rv = str(sim.store.resource_version)
-    burst(sim, pod_names, args.events)
-    replay = args.events / read_events(core, rv, args.events)
+    burst(sim, pod_names, events)
+    replay = events / read_events(core, rv, events)
     rv = str(sim.store.resource_version)
-    writer = threading.Thread(target=burst, args=(sim, pod_names, args.events))
+    writer = threading.Thread(target=burst, args=(sim, pod_names, events))
     writer.start()
-    live = args.events / read_events(core, rv, args.events)
+    live = events / read_events(core, rv, events)
     writer.join()
-    return Run(pages / secs, pages, items, replay, live)
+    return replay, live
 
 
 def _summary(values: list[float], digits: int) -> str:
@@ -179,10 +188,13 @@ def main() -> None:
             sims[transport] = sim
         cores = {t: client.CoreV1Api(s.api_client()) for t, s in sims.items()}
         results: dict[str, list[Run]] = {t: [] for t in transports}
-        # Alternating runs share the machine's noise (other processes on a shared host) between the two.
+        # Alternating (pages in turn, then each watch in turn) shares a shared host's noise between the two.
         for _ in range(args.runs):
+            lists = paired_list(cores, args.limit)
             for transport in transports:
-                run = one_run(sims[transport], cores[transport], pod_names, args)
+                pages, items, secs = lists[transport]
+                replay, live = watch_rates(sims[transport], cores[transport], pod_names, args.events)
+                run = Run(pages / secs, pages, items, replay, live)
                 results[transport].append(run)
                 print(
                     f"  run {len(results[transport])} {transport}: {run.list_pages_s:.1f} pages/s, "
