@@ -7,8 +7,10 @@
 
     .venv/bin/python benchmarks/kubesim_serving.py --nodes 5000 --pods-per-node 4 --runs 5
 
-Medians of --runs runs. Without kubesim.scenarios the cluster is synthetic: GFD-labelled 8-GPU nodes and
-single-container pods bound to them.
+Medians of --runs runs. By default two simulators, one over HTTPS and one over plain HTTP, are measured
+side by side (--transport both): list pages fetched in turn, each timed on its own, then each one's
+watches in turn; --transport tls|plain measures one. The cluster is synthetic:
+GFD-labelled 8-GPU nodes and single-container pods bound to them.
 """
 
 from __future__ import annotations
@@ -18,11 +20,21 @@ import json
 import statistics
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
 
 import kubesim
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    list_pages_s: float
+    pages: int
+    items: int
+    replay_events_s: float
+    live_events_s: float
 
 
 def synthetic_objects(nodes: int, pods_per_node: int) -> list[dict[str, Any]]:
@@ -74,22 +86,6 @@ def synthetic_objects(nodes: int, pods_per_node: int) -> list[dict[str, Any]]:
     return objects
 
 
-def list_all_pages(core: client.CoreV1Api, limit: int) -> tuple[int, int, float]:
-    started = time.perf_counter()
-    pages = items = 0
-    token = None
-    while True:
-        kwargs = {"limit": limit, "_preload_content": False}
-        if token:
-            kwargs["_continue"] = token
-        body = json.loads(core.list_pod_for_all_namespaces(**kwargs).data)
-        pages += 1
-        items += len(body["items"])
-        token = body["metadata"].get("continue")
-        if not token:
-            return pages, items, time.perf_counter() - started
-
-
 def read_events(core: client.CoreV1Api, rv: str, expected: int) -> float:
     resp = core.list_pod_for_all_namespaces(
         watch=True, resource_version=rv, timeout_seconds=120, _preload_content=False
@@ -120,6 +116,48 @@ def burst(sim: kubesim.Sim, names: list[tuple[str, str]], rounds: int) -> None:
         sim.store.patch_merge("pods", ns, name, {"metadata": {"annotations": {"bench/write": f"{base}-{i}"}}})
 
 
+def paired_list(cores: dict[str, client.CoreV1Api], limit: int) -> dict[str, tuple[int, int, float]]:
+    """Every page of each simulator's list, the transports taking turns page by page and each page
+    timed on its own: load from other processes on a shared host then falls on both alike."""
+    tokens: dict[str, str | None] = dict.fromkeys(cores)
+    totals = {t: [0, 0, 0.0] for t in cores}
+    active = set(cores)
+    while active:
+        for transport in sorted(active):
+            kwargs: dict[str, Any] = {"limit": limit, "_preload_content": False}
+            if tokens[transport]:
+                kwargs["_continue"] = tokens[transport]
+            started = time.perf_counter()
+            body = json.loads(cores[transport].list_pod_for_all_namespaces(**kwargs).data)
+            total = totals[transport]
+            total[2] += time.perf_counter() - started
+            total[0] += 1
+            total[1] += len(body["items"])
+            tokens[transport] = body["metadata"].get("continue")
+            if not tokens[transport]:
+                active.discard(transport)
+    return {t: (int(v[0]), int(v[1]), float(v[2])) for t, v in totals.items()}
+
+
+def watch_rates(
+    sim: kubesim.Sim, core: client.CoreV1Api, pod_names: list[tuple[str, str]], events: int
+) -> tuple[float, float]:
+    rv = str(sim.store.resource_version)
+    burst(sim, pod_names, events)
+    replay = events / read_events(core, rv, events)
+    rv = str(sim.store.resource_version)
+    writer = threading.Thread(target=burst, args=(sim, pod_names, events))
+    writer.start()
+    live = events / read_events(core, rv, events)
+    writer.join()
+    return replay, live
+
+
+def _summary(values: list[float], digits: int) -> str:
+    runs = ", ".join(f"{v:.{digits}f}" for v in values)
+    return f"median {statistics.median(values):.{digits}f} (runs: {runs})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=5000)
@@ -127,47 +165,66 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=500)
     parser.add_argument("--events", type=int, default=20000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--transport",
+        choices=("both", "tls", "plain"),
+        default="both",
+        help="both: a TLS and a plain-HTTP simulator measured in alternating runs, side by side",
+    )
     args = parser.parse_args()
 
     objects = synthetic_objects(args.nodes, args.pods_per_node)
-    with kubesim.start(history_window=args.events * 2) as sim:
-        t0 = time.perf_counter()
-        sim.store.bulk_load(objects)
-        load_s = time.perf_counter() - t0
-        core = client.CoreV1Api(sim.api_client())
-        pod_names = [
-            (o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects if o["kind"] == "Pod"
-        ]
-        print(f"loaded {len(objects)} objects in {load_s:.1f}s")
-
-        rates = []
+    pod_names = [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects if o["kind"] == "Pod"]
+    transports = {"both": ("tls", "plain"), "tls": ("tls",), "plain": ("plain",)}[args.transport]
+    sims: dict[str, kubesim.Sim] = {}
+    try:
+        for transport in transports:
+            sim = kubesim.start(history_window=args.events * 2, tls=transport == "tls")
+            t0 = time.perf_counter()
+            sim.store.bulk_load(objects)
+            print(
+                f"{transport} ({sim.url}): loaded {len(objects)} objects in {time.perf_counter() - t0:.1f}s"
+            )
+            sims[transport] = sim
+        cores = {t: client.CoreV1Api(s.api_client()) for t, s in sims.items()}
+        results: dict[str, list[Run]] = {t: [] for t in transports}
+        # Alternating (pages in turn, then each watch in turn) shares a shared host's noise between the two.
         for _ in range(args.runs):
-            pages, items, secs = list_all_pages(core, args.limit)
-            rates.append(pages / secs)
-        print(
-            f"list: {items} pods in {pages} pages of {args.limit}: "
-            f"median {statistics.median(rates):.1f} pages/s "
-            f"(runs: {', '.join(f'{r:.1f}' for r in rates)})"
-        )
-
-        replay, live = [], []
-        for _ in range(args.runs):
-            rv = str(sim.store.resource_version)
-            burst(sim, pod_names, args.events)
-            replay.append(args.events / read_events(core, rv, args.events))
-            rv = str(sim.store.resource_version)
-            writer = threading.Thread(target=burst, args=(sim, pod_names, args.events))
-            writer.start()
-            live.append(args.events / read_events(core, rv, args.events))
-            writer.join()
-        print(
-            f"watch replay: median {statistics.median(replay):.0f} events/s "
-            f"(runs: {', '.join(f'{r:.0f}' for r in replay)})"
-        )
-        print(
-            f"watch live (writer in the same process): median {statistics.median(live):.0f} events/s "
-            f"(runs: {', '.join(f'{r:.0f}' for r in live)})"
-        )
+            lists = paired_list(cores, args.limit)
+            for transport in transports:
+                pages, items, secs = lists[transport]
+                replay, live = watch_rates(sims[transport], cores[transport], pod_names, args.events)
+                run = Run(pages / secs, pages, items, replay, live)
+                results[transport].append(run)
+                print(
+                    f"  run {len(results[transport])} {transport}: {run.list_pages_s:.1f} pages/s, "
+                    f"replay {run.replay_events_s:.0f} events/s, live {run.live_events_s:.0f} events/s",
+                    flush=True,
+                )
+        for transport, runs in results.items():
+            first = runs[0]
+            print(f"[{transport}] list: {first.items} pods in {first.pages} pages of {args.limit}: ", end="")
+            print(_summary([r.list_pages_s for r in runs], 1) + " pages/s")
+            print(
+                f"[{transport}] watch replay: " + _summary([r.replay_events_s for r in runs], 0) + " events/s"
+            )
+            print(
+                f"[{transport}] watch live (writer in the same process): "
+                + _summary([r.live_events_s for r in runs], 0)
+                + " events/s"
+            )
+        if len(transports) == 2:
+            for label, attr in (
+                ("list pages/s", "list_pages_s"),
+                ("watch replay events/s", "replay_events_s"),
+                ("watch live events/s", "live_events_s"),
+            ):
+                tls = statistics.median(getattr(r, attr) for r in results["tls"])
+                plain = statistics.median(getattr(r, attr) for r in results["plain"])
+                print(f"TLS / plain HTTP, {label}: {tls / plain:.2f}")
+    finally:
+        for sim in sims.values():
+            sim.stop()
 
 
 if __name__ == "__main__":

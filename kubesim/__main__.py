@@ -33,6 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history-window", type=int, default=DEFAULT_HISTORY_WINDOW)
     parser.add_argument("--bookmark-interval", type=float, default=DEFAULT_BOOKMARK_INTERVAL)
     parser.add_argument("--continue-ttl", type=float, default=DEFAULT_CONTINUE_TTL)
+    parser.add_argument(
+        "--plain-http",
+        action="store_true",
+        help="serve plain HTTP instead of HTTPS (kubectl sends no bearer token without TLS)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -59,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             bookmark_interval=args.bookmark_interval,
             continue_ttl=args.continue_ttl,
             token=args.token,
+            tls=not args.plain_http,
         )
     except ValueError as exc:
         parser.error(str(exc))

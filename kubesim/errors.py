@@ -189,6 +189,16 @@ def unsupported_media_type(content_type: str) -> ApiError:
     )
 
 
+def unsupported_body_type(content_type: str) -> ApiError:
+    # The real server lists protobuf too; kubesim decodes JSON and YAML only.
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types include: "
+        f"application/json, application/yaml (got {content_type})",
+    )
+
+
 def not_acceptable() -> ApiError:
     return ApiError(
         406, "NotAcceptable", "the server was unable to respond with a content type that the client supports"

@@ -233,7 +233,7 @@ def apply(
         return merged
     live_fields = object_fields(info, live, status=status_only)
     entries = _entries(live)
-    conflicts: dict[tuple[str, str, str | None], list[Path]] = {}
+    conflicts: dict[tuple[str, str, str, str | None], list[Path]] = {}
     previous: set[Path] = set()
     others: list[tuple[dict[str, Any], set[Path]]] = []
     for entry in entries:
@@ -246,7 +246,11 @@ def apply(
             continue
         for path in applied_paths & paths:
             if path in live_fields and live_fields[path] != applied_fields[path] and path[-1] != ".":
-                who = (entry["manager"], entry.get("apiVersion", ""), entry.get("subresource"))
+                # The manager identifier of fieldmanager.BuildManagerIdentifier: appliers have no
+                # apiVersion in it, so the same manager's Apply and Update entries are two owners.
+                operation = entry.get("operation", "Update")
+                version = entry.get("apiVersion", "") if operation == "Update" else ""
+                who = (entry["manager"], operation, version, entry.get("subresource"))
                 conflicts.setdefault(who, []).append(path)
     if conflicts and not force:
         raise _conflict_error(conflicts)
@@ -273,12 +277,16 @@ def apply(
     return merged
 
 
-def _conflict_error(conflicts: dict[tuple[str, str, str | None], list[Path]]) -> ApiError:
+def _conflict_error(conflicts: dict[tuple[str, str, str, str | None], list[Path]]) -> ApiError:
+    """The Status of fieldmanager's NewConflictError: managers printed as printManager does ("using
+    <apiVersion>" for Update entries only), grouped and sorted by manager identifier."""
     causes, groups = [], []
-    total = sum(len(p) for p in conflicts.values())
-    for (manager, api_version, sub), paths in conflicts.items():
-        who = f'"{manager}"' + (f' with subresource "{sub}"' if sub else "") + f" using {api_version}"
-        formatted = sorted(format_path(p) for p in paths)
+    fields = {who: sorted({format_path(p) for p in paths}) for who, paths in conflicts.items()}
+    total = sum(len(f) for f in fields.values())
+    for (manager, operation, api_version, sub), formatted in sorted(fields.items(), key=lambda c: c[0][:2]):
+        who = f'"{manager}"' + (f' with subresource "{sub}"' if sub else "")
+        if operation == "Update":
+            who += f" using {api_version}"
         for field in formatted:
             causes.append(
                 {"reason": "FieldManagerConflict", "message": f"conflict with {who}", "field": field}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from kubesim import admin, conversion, discovery, errors, registry
+from kubesim import admin, conversion, discovery, errors, negotiation, openapi, registry
 from kubesim.errors import ApiError
 from kubesim.faults import Faults
 from kubesim.http_types import Request, Response, error_response, json_response
@@ -87,6 +87,8 @@ class Api:
             return Response(200, b"ok", content_type="text/plain")
         if path.startswith("/kubesim"):
             return admin.handle(self, req, path)
+        if path.startswith("/openapi/") and req.method == "GET":
+            return self._openapi(req, path)
         parts = [p for p in path.split("/") if p]
         if req.method == "GET":
             doc = self._discovery(parts)
@@ -96,6 +98,23 @@ class Api:
         if route is None:
             raise errors.resource_not_found_path(path)
         return self._dispatch(req, route)
+
+    def _openapi(self, req: Request, path: str) -> Response:
+        # The real server also serves these as protobuf; kubesim has JSON only, so a client asking for
+        # protobuf alone (client-go's OpenAPISchema() for v2) gets the 406 a server lacking it answers.
+        accept = req.headers.get("accept", "")
+        if accept and not any(
+            t.split(";")[0].strip() in ("application/json", "application/*", "*/*") for t in accept.split(",")
+        ):
+            raise errors.not_acceptable()
+        if path == "/openapi/v2":
+            return Response(200, openapi.v2())
+        if path == "/openapi/v3":
+            return Response(200, openapi.v3_index())
+        body = openapi.v3_group_version(path.removeprefix("/openapi/v3/"))
+        if body is None:
+            raise errors.resource_not_found_path(path)
+        return Response(200, body, {"Cache-Control": "public, immutable"} if "hash" in req.query else {})
 
     def _discovery(self, parts: list[str]) -> dict[str, Any] | None:
         if parts == ["version"]:
@@ -170,7 +189,7 @@ class Api:
         if verb == "create":
             return self.verbs.create(req, info, route.version, route.namespace)
         if verb == "get":
-            return self.render(self._get(route), info, route.version)
+            return self._get_response(req, route)
         if verb == "update":
             return self.verbs.update(
                 req, info, route.version, route.namespace, route.name or "", route.subresource
@@ -198,6 +217,37 @@ class Api:
                     "Internal error occurred: injected fault",
                     [{"message": "injected fault"}],
                 )
+
+    def _get_response(self, req: Request, route: Route) -> Response:
+        accept = req.headers.get("accept", "")
+        form = negotiation.negotiate(accept, listing=False)
+        response = self.render(self._get(route), route.info, route.version)
+        return self._negotiated(form, response, req, None)
+
+    @staticmethod
+    def _negotiated(
+        form: str, response: Response, req: Request, list_meta: dict[str, Any] | None
+    ) -> Response:
+        if form == negotiation.JSON:
+            return response
+        if form == negotiation.YAML:
+            return Response(
+                response.status,
+                negotiation.to_yaml(response.body),
+                response.headers,
+                None,
+                "application/yaml",
+            )
+        parsed = json.loads(response.body)
+        objects = parsed["items"] if list_meta is not None else [parsed]
+        body, ctype = negotiation.transform(
+            form,
+            objects,
+            list_meta,
+            req.headers.get("accept", ""),
+            req.query.get("includeObject", "Metadata"),
+        )
+        return Response(response.status, body, response.headers, None, ctype)
 
     def _get(self, route: Route) -> Entry:
         entry = self.store.get_entry(route.info.plural, route.namespace, route.name or "")
@@ -246,6 +296,7 @@ class Api:
 
     def _list(self, req: Request, route: Route) -> Response:
         info, q = route.info, req.query
+        form = negotiation.negotiate(req.headers.get("accept", ""), listing=True)
         limit = int(q.get("limit") or 0)
         scope = "|".join(
             (info.plural, route.namespace or "", q.get("labelSelector", ""), q.get("fieldSelector", ""))
@@ -256,9 +307,12 @@ class Api:
                 raise errors.gone(errors.CONTINUE_EXPIRED)
             page = self.paginator.next_page(token, scope, limit)
         else:
+            exact = self._list_version_match(info, q)
             self._wait_for_rv(q.get("resourceVersion"))
             matcher = compile_matcher(q.get("labelSelector"), q.get("fieldSelector"), info.plural)
             entries, rv = self.store.list_entries(info.plural, route.namespace, matcher)
+            if exact is not None:
+                rv = self._exact(info, exact, rv)
             page = self.paginator.first_page(entries, rv, scope, limit)
         meta: dict[str, Any] = {"resourceVersion": str(page.rv)}
         if page.continue_token:
@@ -270,10 +324,78 @@ class Api:
             {"kind": f"{info.kind}List", "apiVersion": api_version, "metadata": meta}, separators=(",", ":")
         ).encode()
         items = b",".join(self.raw(e, info, route.version) for e in page.entries)
-        return Response(200, head[:-1] + b',"items":[' + items + b"]}")
+        response = Response(200, head[:-1] + b',"items":[' + items + b"]}")
+        return self._negotiated(form, response, req, meta)
+
+    @staticmethod
+    def _list_options_invalid(field: str, message: str) -> ApiError:
+        return ApiError(
+            422,
+            "Invalid",
+            f'ListOptions.meta.k8s.io "" is invalid: {field}: {message}',
+            [errors.field_cause("FieldValueForbidden", field, message)],
+            group="meta.k8s.io",
+            kind="ListOptions",
+        )
+
+    def _list_version_match(self, info: ResourceInfo, q: dict[str, str]) -> int | None:
+        """ValidateListOptions' resourceVersionMatch rules; the rv to match exactly, if Exact."""
+        match, rv = q.get("resourceVersionMatch", ""), q.get("resourceVersion", "")
+        if not match:
+            return None
+        if match not in ("Exact", "NotOlderThan"):
+            raise self._list_options_invalid(
+                "resourceVersionMatch",
+                f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"',
+            )
+        if not rv:
+            raise self._list_options_invalid(
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+            )
+        if match == "Exact" and rv == "0":
+            raise self._list_options_invalid(
+                "resourceVersionMatch",
+                'Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+            )
+        if match == "Exact" and not rv.isdigit():
+            raise errors.bad_request(f"invalid resource version: {rv}")
+        return int(rv) if match == "Exact" else None
+
+    def _exact(self, info: ResourceInfo, wanted: int, current: int) -> int:
+        """An Exact list: kubesim keeps no snapshots, so it serves one only where the resource is
+        unchanged since `wanted` (the current objects are then that revision's); otherwise 410, as a real
+        server answers for a revision etcd has compacted."""
+        if wanted == current or (
+            wanted >= self.store.oldest_watchable(info.plural)
+            and self.store.last_change(info.plural) <= wanted
+        ):
+            return wanted
+        raise ApiError(
+            410,
+            "Expired",
+            f"The resourceVersion for the provided list is too old: {wanted} "
+            "(kubesim serves no older revisions)",
+            [{"reason": "Expired", "message": "the resourceVersion is no longer served"}],
+        )
 
     def _watch(self, req: Request, route: Route) -> Response:
         info, q = route.info, req.query
+        negotiation.negotiate(req.headers.get("accept", ""), listing=True, watch=True)
+        if req.flag("sendInitialEvents"):
+            # WatchList (KEP-3157) is not served; without its match parameter a real server refuses
+            # sendInitialEvents, and kubesim refuses it either way, so clients fall back to list+watch.
+            if q.get("resourceVersionMatch") != "NotOlderThan":
+                raise self._list_options_invalid(
+                    "sendInitialEvents",
+                    "Forbidden: sendInitialEvents is forbidden for watch unless resourceVersionMatch "
+                    'is set to "NotOlderThan"',
+                )
+            raise self._list_options_invalid(
+                "sendInitialEvents",
+                "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate "
+                "is enabled",
+            )
         rv_param = q.get("resourceVersion", "")
         since = None if rv_param in ("", "0") else int(rv_param) if rv_param.isdigit() else None
         if rv_param and rv_param != "0" and since is None:

@@ -137,17 +137,21 @@ SUPPORTED_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Boolean fields the registries' field sets format with strconv.FormatBool: unset reads "false".
+_BOOLEAN_FIELDS = frozenset({"spec.unschedulable", "spec.hostNetwork"})
+
+
 def field_value(obj: dict[str, Any], path: str) -> str:
-    """The string a field selector compares against; absent fields compare as ""."""
+    """The string a field selector compares against; absent fields compare as "" (booleans "false")."""
     if path == "metadata.namespace":
         return obj.get("metadata", {}).get("namespace", "")
     cur: Any = obj
     for part in path.split("."):
         if not isinstance(cur, dict):
-            return ""
+            return "false" if path in _BOOLEAN_FIELDS else ""
         cur = cur.get(part)
         if cur is None:
-            return ""
+            return "false" if path in _BOOLEAN_FIELDS else ""
     if isinstance(cur, bool):
         return "true" if cur else "false"
     if path == "status.podIPs" and isinstance(cur, list):

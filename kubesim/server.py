@@ -1,13 +1,15 @@
-"""The HTTP/1.1 server: stdlib ThreadingHTTPServer, keep-alive, chunked watch streams.
+"""The HTTP/1.1 server: stdlib ThreadingHTTPServer, keep-alive, chunked watch streams, TLS by default.
 
-One thread per connection. Responses carry Content-Length (keep-alive works for the official client's
-connection pool); watches use chunked transfer encoding and flush each batch of events.
+One thread per connection; with TLS the handshake runs in that thread (not in the accept loop, where a
+slow client would hold up every other). Responses carry Content-Length (keep-alive works for the
+official client's connection pool); watches use chunked transfer encoding and flush each batch of events.
 """
 
 from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -23,9 +25,23 @@ class KubeHTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], api: Api) -> None:
+    def __init__(self, address: tuple[str, int], api: Api, tls: ssl.SSLContext | None = None) -> None:
         self.api = api
+        self.tls = tls
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = super().get_request()
+        if self.tls is None:
+            return sock, address
+        wrapped = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return wrapped, address
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gives up on the handshake (or never finishes it) is not a server error.
+        log.debug("kubesim: connection from %s ended badly", client_address, exc_info=True)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -50,23 +66,38 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
+    def setup(self) -> None:
+        conn = self.request
+        if isinstance(conn, ssl.SSLSocket):
+            conn.settimeout(30)  # a handshake that stalls ends its thread
+            conn.do_handshake()
+            conn.settimeout(None)
+        super().setup()
+
     def _client_gone(self) -> bool:
+        # Peek at the raw socket: SSLSocket refuses recv flags. An HTTP/1.1 client sends nothing while
+        # it reads a watch, so over TLS any bytes there are its close_notify alert: it has gone.
         try:
-            data = self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            data = socket.socket.recv(self.connection, 1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
         except BlockingIOError:
             return False
         except OSError:
             return True
-        return data == b""
+        return data == b"" or isinstance(self.connection, ssl.SSLSocket)
 
     def _send(self, resp: Response) -> None:
-        self.send_response(resp.status)
-        self.send_header("Content-Type", resp.content_type)
-        self.send_header("Content-Length", str(len(resp.body)))
-        for name, value in resp.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(resp.body)
+        self.log_request(resp.status)
+        phrase = self.responses.get(resp.status, ("",))[0]
+        lines = [
+            f"{self.protocol_version} {resp.status} {phrase}",
+            f"Server: {self.version_string()}",
+            f"Date: {self.date_time_string()}",
+            f"Content-Type: {resp.content_type}",
+            f"Content-Length: {len(resp.body)}",
+            *(f"{name}: {value}" for name, value in resp.headers.items()),
+        ]
+        # Head and body in one write: one run of TLS records and one syscall per answer, not two.
+        self.wfile.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + resp.body)
 
     def _stream(self, resp: Response) -> None:
         self.send_response(resp.status)

@@ -6,6 +6,7 @@ with kubesim.start(scenario="empty") as sim:
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import secrets
@@ -25,6 +26,7 @@ from kubesim.rest import Api
 from kubesim.scenarios import NAMES, build
 from kubesim.server import KubeHTTPServer, ServerThread
 from kubesim.store import DEFAULT_HISTORY_WINDOW, Store
+from kubesim.tls import ServingCertificates, generate
 
 log = logging.getLogger("kubesim")
 
@@ -53,6 +55,7 @@ class Sim:
         token: str,
         kubeconfig_path: Path,
         truth: Any = None,
+        certificates: ServingCertificates | None = None,
     ) -> None:
         self.store = store
         self.faults = faults
@@ -60,21 +63,36 @@ class Sim:
         self.token = token
         self.kubeconfig_path = kubeconfig_path
         self.truth = truth
+        self.certificates = certificates
         self._server = server
         self._thread = ServerThread(server)
         self._controllers: Any = None
         self._owned_kubeconfig = False
         host, port = server.server_address[:2]
         self.host, self.port = str(host), int(port)
-        self.url = f"http://{self.host}:{self.port}"
+        scheme = "https" if certificates is not None else "http"
+        self.url = f"{scheme}://{_url_host(self.host)}:{self.port}"
+
+    @property
+    def tls(self) -> bool:
+        return self.certificates is not None
+
+    @property
+    def ca_pem(self) -> str:
+        """The PEM of the CA that signed the serving certificate ("" over plain HTTP)."""
+        return self.certificates.ca_pem if self.certificates is not None else ""
 
     def api_client(self) -> Any:
-        """A `kubernetes.client.ApiClient` configured for this simulator (its own Configuration)."""
+        """A `kubernetes.client.ApiClient` configured for this simulator (its own Configuration),
+        verifying the server against this simulator's CA."""
         from kubernetes import client
 
         config = client.Configuration(
             host=self.url, api_key={"authorization": self.token}, api_key_prefix={"authorization": "Bearer"}
         )
+        if self.certificates is not None:
+            config.ca_cert_data = self.certificates.ca_pem
+            config.verify_ssl = True
         return client.ApiClient(config)
 
     def compact(self) -> int:
@@ -100,13 +118,26 @@ class Sim:
         self.stop()
 
 
-def write_kubeconfig(path: Path, url: str, token: str) -> None:
+def _url_host(host: str) -> str:
+    # A server bound to every address is reached on loopback; IPv6 literals are bracketed in URLs.
+    if host in ("", "0.0.0.0"):  # noqa: S104 - naming the wildcard address, not binding to it
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
+
+
+def write_kubeconfig(path: Path, url: str, token: str, ca_pem: str = "") -> None:
+    """Inline data only (no file paths, no exec), as a cluster's admin kubeconfig is written."""
+    cluster: dict[str, Any] = {"server": url}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem.encode()).decode("ascii")
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "current-context": "kubesim",
         "preferences": {},
-        "clusters": [{"name": "kubesim", "cluster": {"server": url}}],
+        "clusters": [{"name": "kubesim", "cluster": cluster}],
         "users": [{"name": "kubesim", "user": {"token": token}}],
         "contexts": [
             {"name": "kubesim", "context": {"cluster": "kubesim", "user": "kubesim", "namespace": "default"}}
@@ -133,9 +164,12 @@ def start(
     bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
     continue_ttl: float = DEFAULT_CONTINUE_TTL,
     token: str | None = None,
+    tls: bool = True,
 ) -> Sim:
     """Start a simulator serving on host:port (0: any free port) and write its kubeconfig.
 
+    tls: HTTPS with a CA and serving certificate made now (the CA goes into the kubeconfig); False
+    serves plain HTTP, where kubectl, for one, will not send its bearer token.
     controllers: None/False none; True the data plane (every controller but churn); "all" every
     controller, churn included; or the names of the ones to run.
     objects_dir: files loaded on top of the scenario's objects (replacing them with replace=True).
@@ -151,16 +185,17 @@ def start(
     api = Api(
         store, faults, token=token, paginator=Paginator(continue_ttl), bookmark_interval=bookmark_interval
     )
-    server = KubeHTTPServer((host, port), api)
+    certificates = generate(host) if tls else None
+    server = KubeHTTPServer((host, port), api, certificates.server_context() if certificates else None)
     api.server_address = f"{host}:{server.server_address[1]}"
     owned = kubeconfig_path is None
     if kubeconfig_path is None:
         fd, name = tempfile.mkstemp(prefix="kubesim-", suffix=".kubeconfig")
         os.close(fd)
         kubeconfig_path = name
-    sim = Sim(store, faults, api, server, token, Path(kubeconfig_path), truth)
+    sim = Sim(store, faults, api, server, token, Path(kubeconfig_path), truth, certificates)
     sim._owned_kubeconfig = owned
-    write_kubeconfig(sim.kubeconfig_path, sim.url, token)
+    write_kubeconfig(sim.kubeconfig_path, sim.url, token, sim.ca_pem)
     sim._thread.start()
     if controllers:
         enabled: set[str] | None

@@ -328,6 +328,9 @@ class Store:
         meta = new["metadata"]
         key = (meta.get("namespace", ""), meta["name"])
         if opts.dry_run:
+            # The dry-run answer is the object as it would be stored, carrying the current
+            # resourceVersion (etcd3 store's GuaranteedUpdate with dryRun never commits a new one).
+            meta["resourceVersion"] = old.obj["metadata"]["resourceVersion"]
             return Entry(new, dumps(new), self._rv)
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             return self._remove(info, key, new)
@@ -523,6 +526,17 @@ class Store:
                 table.history.clear()
                 table.compacted_rv = self._rv
             return self._rv
+
+    def last_change(self, resource: str) -> int:
+        """The resourceVersion of the resource's newest event still in history (0 when none)."""
+        with self._lock:
+            history = self._tables[resource].history
+            return history[-1].rv if history else 0
+
+    def watcher_count(self, resource: str) -> int:
+        """Open watch streams on a resource (a test waits for a client's watch to be open)."""
+        with self._lock:
+            return len(self._tables[resource].watchers)
 
     def oldest_watchable(self, resource: str) -> int:
         return self._tables[resource].compacted_rv

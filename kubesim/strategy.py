@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from kubesim import conversion, defaults, managed_fields, validation
+from kubesim import conversion, defaults, managed_fields, quantity, schema, validation
 from kubesim.errors import ApiError, bad_request, conflict, field_cause, internal_error, invalid, stale
 from kubesim.registry import ResourceInfo
 
@@ -68,6 +68,7 @@ def prepare_create(
             "metadata must be an object"
         )
     warnings = validation.prune_unknown(info, obj, opts.field_validation)
+    quantity.canonicalize(info.kind, info.version, obj, schema.for_kind(info), strict=opts.validate)
     if info.namespaced:
         body_ns = meta.get("namespace")
         if namespace and body_ns and body_ns != namespace:
@@ -81,6 +82,7 @@ def prepare_create(
         # etcd3 store Create: a set resourceVersion is a plain error, which the server answers as 500.
         raise internal_error("resourceVersion should not be set on objects to be created")
     fill_name(info, meta, rng)
+    _omit_empty_maps(meta)
     for system_field in ("uid", "deletionTimestamp", "deletionGracePeriodSeconds"):
         meta.pop(system_field, None)
     if opts.operation != "Apply":
@@ -118,6 +120,7 @@ def check_update_identity(
     if not isinstance(meta, dict):
         meta = new["metadata"] = {}
     warnings = validation.prune_unknown(info, new, opts.field_validation)
+    quantity.canonicalize(info.kind, info.version, new, schema.for_kind(info), strict=opts.validate)
     if meta.get("name") and meta["name"] != name:
         raise bad_request(
             f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
@@ -159,6 +162,9 @@ def prepare_update(
         for key in ("labels", "annotations"):
             if merged["metadata"][key] is None:
                 del merged["metadata"][key]
+        if opts.operation == "Apply" and "managedFields" in meta:
+            # Server-side apply to /status computed its entry (subresource "status"): keep it.
+            merged["metadata"]["managedFields"] = meta["managedFields"]
         new, meta = merged, merged["metadata"]
     elif info.has_status and subresource is None:
         new.pop("status", None)
@@ -170,6 +176,7 @@ def prepare_update(
         else:
             meta.pop(system_field, None)
     meta.pop("resourceVersion", None)
+    _omit_empty_maps(meta)
     if "managedFields" not in meta and "managedFields" in old_meta:
         meta["managedFields"] = old_meta["managedFields"]
     if old_meta.get("deletionTimestamp"):
@@ -199,6 +206,14 @@ def prepare_update(
     if opts.validate:
         validation.validate(info, new, old)
     return new
+
+
+def _omit_empty_maps(meta: dict[str, Any]) -> None:
+    # ObjectMeta's labels and annotations are `omitempty` maps: removing the last key removes the
+    # field, so neither the object nor managedFields keeps an empty `labels: {}`.
+    for key in ("labels", "annotations"):
+        if key in meta and not meta[key]:
+            del meta[key]
 
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:

@@ -73,6 +73,8 @@ def validate(info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None
                 field_cause("FieldValueInvalid", field, f"Invalid value: {err.instance!r}: {err.message}")
             )
     causes.extend(_semantic(info, obj))
+    causes.extend(_metadata(obj))
+    causes.extend(_RULES.get(info.plural, _no_rules)(obj, old))
     if causes:
         raise invalid(info, name, causes)
 
@@ -129,6 +131,182 @@ def _semantic(info: ResourceInfo, obj: dict[str, Any]) -> list[dict[str, Any]]:
                 )
             seen.add(c.get("name", ""))
     return causes
+
+
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_QUALIFIED_MESSAGE = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
+    "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation "
+    "is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_NATIVE_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "storage", "pods"})
+
+
+def _no_rules(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return []
+
+
+def qualified_name_errors(key: str) -> list[str]:
+    """apimachinery's IsQualifiedName: an optional DNS-subdomain prefix, "/", a name of 1-63 characters."""
+    prefix, slash, name = key.rpartition("/")
+    errors = []
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        errors.append("prefix part must be a lowercase RFC 1123 subdomain")
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > 63:
+        errors.append("name part must be no more than 63 characters")
+    elif not _QUALIFIED_NAME.match(name):
+        errors.append(_QUALIFIED_MESSAGE)
+    return errors
+
+
+def _metadata(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """ValidateObjectMeta's label and annotation key rules (apimachinery/pkg/api/validation)."""
+    causes = []
+    meta = obj.get("metadata") or {}
+    for key, value in (meta.get("labels") or {}).items():
+        for message in qualified_name_errors(str(key)):
+            causes.append(
+                field_cause("FieldValueInvalid", "metadata.labels", f'Invalid value: "{key}": {message}')
+            )
+        text = str(value)
+        if len(text) > 63:
+            causes.append(
+                field_cause(
+                    "FieldValueInvalid",
+                    "metadata.labels",
+                    f'Invalid value: "{text}": must be no more than 63 characters',
+                )
+            )
+        elif not _LABEL_VALUE.match(text):
+            causes.append(
+                field_cause(
+                    "FieldValueInvalid",
+                    "metadata.labels",
+                    f'Invalid value: "{text}": a valid label must be an empty string or consist of '
+                    "alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                    "alphanumeric character",
+                )
+            )
+    for key in meta.get("annotations") or {}:
+        for message in qualified_name_errors(str(key).lower()):
+            causes.append(
+                field_cause("FieldValueInvalid", "metadata.annotations", f'Invalid value: "{key}": {message}')
+            )
+    return causes
+
+
+def _is_extended(name: str) -> bool:
+    # IsExtendedResourceName: not native (no kubernetes.io/ prefix, not cpu/memory/...), not hugepages.
+    if name in _NATIVE_RESOURCES or name.startswith("hugepages-") or name.startswith("requests."):
+        return False
+    domain = name.split("/", 1)[0] if "/" in name else ""
+    return bool(domain) and domain != "kubernetes.io" and not domain.endswith(".kubernetes.io")
+
+
+def _pod_rules(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """ValidateResourceRequirements: extended resources cannot be overcommitted (request == limit)."""
+    causes = []
+    spec = obj.get("spec") or {}
+    for group in ("initContainers", "containers"):
+        for i, container in enumerate(spec.get(group) or []):
+            if not isinstance(container, dict):
+                continue
+            resources = container.get("resources") or {}
+            requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+            where = f"spec.{group}[{i}].resources"
+            for name, quantity in requests.items():
+                if not _is_extended(name):
+                    continue
+                if name not in limits:
+                    causes.append(
+                        field_cause(
+                            "FieldValueRequired",
+                            f"{where}.limits",
+                            "Limit must be set for non overcommitable resources",
+                        )
+                    )
+                elif str(limits[name]) != str(quantity):
+                    causes.append(
+                        field_cause(
+                            "FieldValueInvalid",
+                            f"{where}.requests[{name}]",
+                            f'Invalid value: "{quantity}": must be equal to {name} limit of {limits[name]}',
+                        )
+                    )
+    return causes
+
+
+def _claim_rules(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """ValidateResourceClaimUpdate: the spec is immutable (resource/validation.go)."""
+    if old is not None and obj.get("spec") != old.get("spec"):
+        return [field_cause("FieldValueInvalid", "spec", "Invalid value: field is immutable")]
+    return []
+
+
+_ATTRIBUTE_TYPES = ("int", "bool", "string", "version")
+_NODE_SELECTION = ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection")
+
+
+def _slice_rules(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """ValidateResourceSlice (pkg/apis/resource/validation): driver a DNS subdomain, device names DNS
+    labels, exactly one node selection, each attribute exactly one typed value."""
+    causes = []
+    spec = obj.get("spec") or {}
+    driver = str(spec.get("driver") or "")
+    if driver and (len(driver) > 63 or not _DNS_SUBDOMAIN.match(driver)):
+        causes.append(
+            field_cause(
+                "FieldValueInvalid",
+                "spec.driver",
+                f'Invalid value: "{driver}": a lowercase RFC 1123 subdomain must consist of lower case '
+                "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+            )
+        )
+    chosen = [k for k in _NODE_SELECTION if spec.get(k) not in (None, False, "")]
+    if len(chosen) != 1:
+        message = (
+            f"Required value: exactly one of `{'`, `'.join(_NODE_SELECTION)}` is required"
+            if not chosen
+            else f"Invalid value: {{{', '.join(f'`{c}`' for c in chosen)}}}: exactly one of "
+            f"`{'`, `'.join(_NODE_SELECTION)}` is required, but multiple fields are set"
+        )
+        causes.append(
+            field_cause("FieldValueRequired" if not chosen else "FieldValueInvalid", "spec", message)
+        )
+    for i, device in enumerate(spec.get("devices") or []):
+        if not isinstance(device, dict):
+            continue
+        name = str(device.get("name") or "")
+        if not _DNS_LABEL.match(name) or len(name) > 63:
+            causes.append(
+                field_cause(
+                    "FieldValueInvalid",
+                    f"spec.devices[{i}].name",
+                    f'Invalid value: "{name}": a lowercase RFC 1123 label must consist of lower case '
+                    "alphanumeric characters or '-', and must start and end with an alphanumeric character",
+                )
+            )
+        for key, attribute in (device.get("attributes") or {}).items():
+            if not isinstance(attribute, dict):
+                continue
+            typed = [t for t in _ATTRIBUTE_TYPES if attribute.get(t) is not None]
+            if len(typed) != 1:
+                causes.append(
+                    field_cause(
+                        "FieldValueRequired" if not typed else "FieldValueInvalid",
+                        f"spec.devices[{i}].attributes[{key}]",
+                        "Required value: exactly one value must be specified"
+                        if not typed
+                        else f"Invalid value: {{{', '.join(typed)}}}: exactly one value must be specified",
+                    )
+                )
+    return causes
+
+
+_RULES = {"pods": _pod_rules, "resourceclaims": _claim_rules, "resourceslices": _slice_rules}
 
 
 def prune_unknown(info: ResourceInfo, obj: dict[str, Any], mode: str) -> list[str]:

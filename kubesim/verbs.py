@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from kubesim import conversion, errors, managed_fields, patches, schema
+from kubesim import conversion, errors, managed_fields, patches, protobuf, schema
 from kubesim.errors import ApiError
 from kubesim.http_types import Request, Response, json_response
 from kubesim.registry import ResourceInfo, split_api_version
@@ -46,10 +46,22 @@ def _options(req: Request, info: ResourceInfo, version: str, **extra: Any) -> Wr
     )
 
 
+BODY_TYPES = ("application/json", "application/yaml")
+
+
 def _json_body(req: Request) -> Any:
+    """The body of a create, update, delete or binding: JSON or YAML. Anything else (protobuf, which
+    kubesim does not decode) is 415, the answer client-go falls back to JSON on."""
+    ctype = req.content_type
+    if req.method == "PATCH":
+        pass  # the patch types were checked by patch()
+    elif req.body and ctype not in BODY_TYPES:
+        raise errors.unsupported_body_type(ctype)
     try:
+        if ctype == "application/yaml":
+            return yaml.safe_load(req.body or b"")
         return json.loads(req.body or b"null")
-    except ValueError as exc:
+    except (ValueError, yaml.YAMLError) as exc:
         raise errors.bad_request(f"the body of the request could not be decoded: {exc}") from exc
 
 
@@ -227,7 +239,13 @@ class Verbs:
         return self._render(entry, info, version, 200, warnings)
 
     def _delete_options(self, req: Request) -> dict[str, Any]:
-        body = _json_body(req) if req.body else {}
+        if req.body and req.content_type == protobuf.MEDIA_TYPE:
+            try:
+                body: Any = protobuf.delete_options(req.body)
+            except protobuf.DecodeError as exc:
+                raise errors.bad_request(f"the body of the request could not be decoded: {exc}") from exc
+        else:
+            body = _json_body(req) if req.body else {}
         opts = dict(body) if isinstance(body, dict) else {}
         for key in ("propagationPolicy", "gracePeriodSeconds", "dryRun"):
             if key in req.query:
