@@ -18,6 +18,7 @@ from gpuplatform.accounts.tokens import issue_api_token
 from gpuplatform.audit.models import AuditEvent
 from gpuplatform.errors import Forbidden
 from tests.helpers import assert_problem
+from tests.quotas.conftest import make_catalog
 
 pytestmark = pytest.mark.django_db
 
@@ -262,3 +263,13 @@ def test_a_denied_write_is_audited_with_the_actor_and_key_id(cast):
     event = AuditEvent.objects.get(action="access.denied")
     assert event.actor == cast.bob
     assert event.after["key_id"] == reader.token.key_id and event.after["code"] == "insufficient_scope"
+
+
+def test_a_capacity_request_without_a_tenant_is_a_problem_not_a_500(cast, api):
+    make_catalog(cast)
+
+    answer = api(cast.alice).post(
+        "/api/v1/capacity-requests/", {"flavor": "h100", "amount": 1}, format="json"
+    )
+
+    assert_problem(answer, 400, "tenant_required")
