@@ -39,6 +39,7 @@ def test_a_node_advertising_more_instances_than_its_card_holds_offers_only_what_
         )
     inv.whole_gpus(other, 3)
 
+    assert node.pool_id is not None
     capacity = pool_resource_capacity(pool_ids=[node.pool_id])[node.pool_id]
 
     # then 7 instances (1 card / (1/7)) and 2 whole GPUs (2 cards / 1) are offered, not 9 and 3
@@ -53,4 +54,5 @@ def test_a_node_whose_advertised_units_fit_its_cards_offers_them_all(cast):
         )
     advertise(node, "nvidia.com/mig-3g.40gb", 4, "0.5")
 
+    assert node.pool_id is not None
     assert pool_resource_capacity(pool_ids=[node.pool_id])[node.pool_id] == {"nvidia.com/mig-3g.40gb": 4}

@@ -75,6 +75,7 @@ def test_a_namespace_reassigned_through_the_tenant_api_splits_its_allocations_at
     # then vision held it until the change, and nlp holds it from then on, with nothing in between lost
     assert released.status_code == 200 and taken.status_code == 200, (released.json(), taken.json())
     running.refresh_from_db()
+    assert running.ended_at is not None
     assert running.tenant_id == cast.vision.pk and running.ended_at >= before_change
     now_open = Allocation.objects.get(holder_uid=running.holder_uid, ended_at__isnull=True)
     assert now_open.tenant_id == cast.nlp.pk and now_open.started_at >= running.ended_at
