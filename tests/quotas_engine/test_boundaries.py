@@ -111,3 +111,20 @@ def test_preemption_keeps_every_victim_it_needs():
     # then: both go; putting "low-2" back would make 2 + 4 = 6 > 4, so it stays a victim
     assert d.outcome is Outcome.PREEMPT
     assert [v.request_id for v in d.victims] == ["low-2", "normal-2"]
+
+
+def test_a_victim_put_back_holds_its_cards_again_when_the_next_is_weighed():
+    # given: 4 cards, all held by vision (10 nominal, so only the cards bind): "a" and "b" low
+    # (1 each, "b" admitted later), "c" normal (2)
+    active = [
+        holding("a", "vision", 1, order=1, prio="low"),
+        holding("b", "vision", 1, order=2, prio="low"),
+        holding("c", "vision", 2, order=3),
+    ]
+    pending = [request("v1", "vision", 3, order=4, prio="high")]
+    snap = snapshot(tree=TEAMS, quotas=[gpus("vision", 10)], free=0, active=active, pending=pending)
+    # when: a high-priority request for 3 cards arrives
+    d = decide(snapshot=snap, request_id="v1")
+    # then: greedily b, a, c are taken (1 + 1 + 2 = 4 free); "a" goes back (4 - 1 = 3 still fit), and
+    # with "a" holding its card again "b" cannot (3 - 1 = 2 < 3): victims b and c
+    assert [v.request_id for v in d.victims] == ["b", "c"]
