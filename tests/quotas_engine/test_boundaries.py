@@ -6,7 +6,17 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from quotas.admission import BudgetSpec, Outcome, Reason, decide, schedule
+import pytest
+
+from quotas.admission import (
+    BudgetSpec,
+    Outcome,
+    QueueingStrategy,
+    Reason,
+    UnknownRequestError,
+    decide,
+    schedule,
+)
 
 from .builders import gpus, holding, request, snapshot
 
@@ -128,3 +138,28 @@ def test_a_victim_put_back_holds_its_cards_again_when_the_next_is_weighed():
     # then: greedily b, a, c are taken (1 + 1 + 2 = 4 free); "a" goes back (4 - 1 = 3 still fit), and
     # with "a" holding its card again "b" cannot (3 - 1 = 2 < 3): victims b and c
     assert [v.request_id for v in d.victims] == ["b", "c"]
+
+
+def test_behind_a_strict_head_a_request_no_quota_could_hold_says_so_rather_than_blocked():
+    # given: a StrictFIFO queue; vision (4 nominal) holds 2, its head asks 4 (2 available: waits),
+    # and behind it a request for 9, more than vision could ever be granted (4)
+    active = [holding("v0", "vision", 2, order=1)]
+    pending = [request("head", "vision", 4, order=2), request("huge", "vision", 9, order=3)]
+    snap = snapshot(
+        tree=TEAMS,
+        quotas=[gpus("vision", 4)],
+        active=active,
+        pending=pending,
+        strategy=QueueingStrategy.STRICT_FIFO,
+    )
+    # when
+    decisions = {d.request_id: d for d in schedule(snapshot=snap)}
+    # then: the head waits for quota; "huge" is told it can never fit, not that it waits for the head
+    assert decisions["head"].reason is Reason.WAITING_FOR_QUOTA
+    assert decisions["huge"].reason is Reason.EXCEEDS_MAX_POSSIBLE
+
+
+def test_deciding_a_request_the_snapshot_does_not_hold_names_it():
+    snap = snapshot(tree=TEAMS, quotas=[gpus("vision", 4)])
+    with pytest.raises(UnknownRequestError, match="no-such-request"):
+        decide(snapshot=snap, request_id="no-such-request")
