@@ -163,3 +163,22 @@ def test_deciding_a_request_the_snapshot_does_not_hold_names_it():
     snap = snapshot(tree=TEAMS, quotas=[gpus("vision", 4)])
     with pytest.raises(UnknownRequestError, match="no-such-request"):
         decide(snapshot=snap, request_id="no-such-request")
+
+
+def test_an_eviction_gives_back_the_victims_budget_commitment_within_the_pass():
+    # given: 4 cards, all held by "low-4" (low, 4 GPUs for its last hour: 4 GE-h committed); vision
+    # has 10 nominal (the cards bind) and a hard budget of 6 GE-h, none burned
+    active = [holding("low-4", "vision", 4, order=1, prio="low")]
+    pending = [
+        request("v1", "vision", 2, order=2, prio="high", hours=1),
+        request("v2", "vision", 2, order=3, prio="high", hours=1),
+    ]
+    snap = snapshot(
+        tree=TEAMS, quotas=[gpus("vision", 10)], free=0, active=active, pending=pending, budgets=[budget(6)]
+    )
+    # when: one pass decides both
+    decisions = {d.request_id: d for d in schedule(snapshot=snap)}
+    # then: v1 (2 GE-h) fits the budget, 4 + 2 = 6, and evicts low-4, whose 4 GE-h are given back:
+    # 6 - 4 = 2 committed; v2 on the 2 cards left: 2 + 2 = 4 <= 6, admitted without evicting anyone
+    assert [v.request_id for v in decisions["v1"].victims] == ["low-4"]
+    assert decisions["v2"].outcome is Outcome.ADMIT
