@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 from inventory.domain.issues import ParseIssue, shorten, warning
 from inventory.domain.mig_profiles import MigProfile, build_profiles, parse_profile_name
@@ -258,13 +257,6 @@ class ProductLabel:
     mig_profile_name: str | None  # "1g.5gb" under the single strategy
     shared: bool  # "-SHARED": time-slicing or MPS with renameByDefault=false
     model: GpuModel
-
-    @property
-    def mig_ge(self) -> Fraction | None:
-        if self.mig_profile_name is None:
-            return None
-        profile = self.model.mig_profile(self.mig_profile_name)
-        return profile.ge if profile else None
 
 
 def parse_product_label(*, value: str, memory_mib: int | None = None) -> ProductLabel:

@@ -184,14 +184,6 @@ class Ledger:
     def child(self) -> Ledger:
         return Ledger(self)
 
-    def commit(self) -> None:
-        """Fold this layer into its parent (a trial that is kept)."""
-        assert self.parent is not None
-        self.parent.usage.update(self.usage)
-        self.parent.free.update(self.free)
-        self.parent.committed.update(self.committed)
-        self.parent.removed |= self.removed
-
 
 def available(tree: QuotaTree, ledger: Ledger, tenant: str, flavor: str, resource: str) -> int:
     """How much more the tenant can take now (Kueue's `available`); may be negative if over-admitted."""

@@ -1,4 +1,6 @@
-"""Every API list costs the same number of queries whatever the page size (no N+1)."""
+"""Every API list costs the same number of queries whatever the page size (no N+1), for a platform-admin
+and for a tenant-admin: every list route is measured with more rows than a small page holds, or the
+test fails saying which route had too few (a route a viewer may not see at all is listed as such)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from gpuplatform.accounts.tokens import issue_api_token
 from quotas.models import PriorityClass
 from tenants.services import add_membership, create_tenant
 from tests.fixtures.people import make_user
+from tests.inventory import factories as inv
 from tests.isolation.routes import api_routes
 from tests.quotas import factories as adm
 
@@ -36,6 +39,13 @@ def crowd(cast):
         adm.budget(tenant=team)
         adm.flavor(name=f"flavor-{n}")
         PriorityClass.objects.create(name=f"class-{n}", value=n)
+        issue_api_token(actor=cast.rita, name=f"rita-{n}", scopes=["read"])
+        # Inventory on every list: a cluster, a pool on it dedicated to the team with a node and a GPU
+        # in it, and the team's claim and allocation.
+        pool = inv.pool(f"pool-{n}", tenant=team, on=inv.cluster(f"cluster-{n}"))
+        inv.gpu(on=inv.node(f"node-{n}", in_pool=pool))
+        inv.claim(tenant=team, namespace=f"ns-{n}")
+        inv.allocation(tenant=team, namespace=f"ns-{n}")
     return cast
 
 
@@ -46,15 +56,32 @@ def queries_for(client, url: str) -> tuple[int, int]:
     return len(captured), len(response.json()["results"])
 
 
+# Platform objects a tenant-admin never lists (tests/isolation): for rita these must be empty.
+PLATFORM_ONLY = {"cluster", "node", "gpu", "audit-event"}
+# Known per-row costs, each with its reason; the test fails once one is fixed, to drop it from here.
+KNOWN_PER_ROW = {
+    "fragmentation": "selectors.pool_fragmentation is computed pool by pool (about 6 queries a pool)",
+}
+
+
 @pytest.mark.parametrize("viewer", ["pat", "rita"])
 def test_list_query_count_is_constant_in_page_size(crowd, api, viewer):
     client = api(getattr(crowd, viewer))
     client.get("/api/v1/me/")  # the token's first use records last_used_at: one write, not per page
+    measured, problems = [], []
     for route in api_routes():
         if route.is_detail or "GET" not in route.methods or route.basename == "me":
             continue
         small, small_rows = queries_for(client, route.url() + "?page_size=2")
         large, large_rows = queries_for(client, route.url() + "?page_size=25")
+        if viewer == "rita" and route.basename in PLATFORM_ONLY:
+            assert large_rows == 0, f"{route.template}: rita lists {large_rows} platform objects"
+            continue
         if large_rows <= small_rows:
-            continue  # this viewer sees too few rows on this route to tell
-        assert small == large, f"{route.template}: {small} queries for 2 rows, {large} for {large_rows}"
+            problems.append(f"{route.template}: {large_rows} rows for {viewer}, need more than 2 to tell")
+        elif (small != large) != (route.basename in KNOWN_PER_ROW):
+            problems.append(f"{route.template}: {small} queries for 2 rows, {large} for {large_rows}")
+        measured.append(route.basename)
+    assert problems == [], KNOWN_PER_ROW
+    assert {"node-pool", "resource-claim", "allocation", "fragmentation", "quota"} <= set(measured)
+    assert (set(measured) >= PLATFORM_ONLY) is (viewer == "pat")

@@ -37,7 +37,12 @@ def test_pages_over_a_synced_cluster(cast, kubesim_factory, register, mapped):
     assert "capacity-chart" in page and "whole_gpu" in page
     node = Node.objects.get(name="gpu-a100-80-hami-0000")
     assert "GPU 0" in pat.get(f"/inventory/nodes/{node.pk}/").content.decode()
-    assert pat.get("/inventory/fragmentation/").status_code == 200
+    # the fragmentation page reports the H100 pool with its cards and nodes, as the pool holds them
+    cards = sum(Node.objects.filter(pool=pool).values_list("gpu_count", flat=True))
+    nodes = Node.objects.filter(pool=pool).count()
+    assert cards >= 8 and nodes >= 1
+    fragmentation = pat.get("/inventory/fragmentation/?page_size=100").content.decode()
+    assert f"sim/NVIDIA-H100-80GB-HBM3</strong> — {cards} GPUs on {nodes} nodes" in fragmentation
     assert "team-vision" in pat.get("/inventory/allocations/?tenant=vision").content.decode()
 
     dana = login(cast.dana)

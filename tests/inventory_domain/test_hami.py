@@ -118,15 +118,23 @@ def test_a_legacy_string_fed_to_a_json_reader_is_the_invalid_character_g_error()
         '{"id": 1}',
         "GPU-1,10",
         "GPU-1,x,1,1,T,0,true:",
-        ":::",
         "GPU-1,10,1,1,T,0,maybe:",
         "[{}]",
     ],
 )
 def test_garbage_registers_are_errors_not_crashes(garbage):
     registration = parse_hami_node_register(value=garbage)
+    # at least one error names what is wrong (a parser returning nothing at all would say nothing),
+    # every issue is an error, and no device is taken from a register read only in part
+    assert registration.issues, "garbage parsed without a word"
     assert all(issue.severity is IssueSeverity.ERROR for issue in registration.issues)
-    assert registration.devices == () or registration.complete is False or garbage == ":::"
+    assert registration.devices == () or registration.complete is False
+
+
+def test_a_legacy_register_of_empty_records_holds_no_device_and_is_no_error():
+    # ":" only separates records; empty ones are skipped, as an empty annotation is
+    registration = parse_hami_node_register(value=":::")
+    assert (registration.devices, registration.issues, registration.complete) == ((), (), True)
 
 
 def test_other_vendor_registers_in_the_doc_parse_too():

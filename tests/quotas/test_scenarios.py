@@ -3,10 +3,12 @@ the cluster objects read back through the official client."""
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 
 import kubernetes
 import pytest
+from django.utils import timezone
 
 from gpuplatform.audit.models import AuditEvent
 from inventory.kube import KubeError
@@ -108,11 +110,34 @@ def test_over_nominal_borrows_then_the_lender_reclaims_by_preemption(cast, api, 
     assert alice.get(f"{URL}{own['id']}/").json()["state"] == "active"
 
 
-def test_a_hard_budget_blocks_admission(cast, api, fleet):
+def this_month_end(now):
+    """00:00 UTC on the first of the next month: the end of the billing month (BILLING_TIMEZONE=UTC)."""
+    return (now.replace(day=1, hour=0, minute=0, second=0, microsecond=0) + dt.timedelta(days=32)).replace(
+        day=1
+    )
+
+
+def test_a_hard_budget_blocks_admission(cast, api, fleet, time_machine):
+    # given: the 15th of this month at noon (far from its end), a hard budget of 10 GE-hours
+    time_machine.move_to(timezone.now().replace(day=15, hour=12, minute=0, second=0, microsecond=0))
     Budget.objects.create(tenant=cast.vision, limit_ge_hours=Decimal(10), hard=True)
+    # when: 1 GPU for 24 h, all of it in this month: 24 GE-hours > 10
     body = submit(api(cast.alice), tenant="vision", amount=1, duration_seconds=24 * 3600)
+    # then
     assert body["state"] == "pending" and body["reason_code"] == "over_budget"
     assert "monthly budget" in body["message"]
+
+
+def test_in_the_months_last_hours_a_budget_counts_only_the_hours_left_in_it(cast, api, fleet, time_machine):
+    # given: 20:00 UTC on the month's last day, 4 hours before it ends; a hard budget of 10 GE-hours
+    time_machine.move_to(this_month_end(timezone.now()) - dt.timedelta(hours=4))
+    Budget.objects.create(tenant=cast.vision, limit_ge_hours=Decimal(10), hard=True)
+    alice = api(cast.alice)
+    # when / then: 2 GPUs for 24 h count 2 x 4 = 8 GE-hours against this month: admitted
+    assert submit(alice, tenant="vision", amount=2, duration_seconds=24 * 3600)["state"] == "admitted"
+    # 1 more for 24 h counts 4: 8 + 4 = 12 > 10, it waits for the budget
+    over = submit(alice, tenant="vision", amount=1, duration_seconds=24 * 3600)
+    assert (over["state"], over["reason_code"]) == ("pending", "over_budget")
 
 
 def test_a_large_request_waits_for_approval_by_an_admin_above(cast, api, fleet):

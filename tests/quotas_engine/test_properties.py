@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 from fractions import Fraction
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from quotas.admission import (
@@ -309,8 +309,7 @@ def test_a_second_pass_admits_nothing_the_first_could_have(world):
     snap, rounds, _ = world
     snap = dataclasses.replace(snap, pending=tuple(r for batch in rounds for r in batch))
     first = schedule(snapshot=snap)
-    if any(d.victims for d in first):
-        return
+    assume(not any(d.victims for d in first))  # a pass with evictions is out of this property's scope
     again = schedule(snapshot=advance(snapshot=snap, decisions=first))
     preempted_before = False
     for decision in again:  # in decision order

@@ -1,0 +1,150 @@
+"""Tenancy up and down the tree: the sweep plants foreign objects in an ancestor, a cousin and a child
+of another branch, and its viewers include mo, tenant-admin low in the tree (speech, under nlp) and a
+plain member higher up (research).
+
+Tree:  acme ─┬─ research ─┬─ vision  (alice: tenant-admin)
+             │            └─ nlp ─── speech   (mo: tenant-admin)
+             └─ platform ─── infra
+       research: rita tenant-admin, mo a plain member.
+
+What each viewer may see: mo sees speech (its subtree) and research (its own membership), nothing else:
+not nlp (speech's parent), not acme, not vision (a child of another branch), not infra (a cousin).
+rita sees research and below, never acme (its parent) nor platform and infra (the other branch).
+alice sees vision only: never acme, speech (another branch's child) nor infra.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gpuplatform.accounts.models import ApiToken
+from gpuplatform.audit.models import AuditEvent
+from tenants.models import Membership, Tenant
+from tenants.services import add_membership, create_tenant
+from tests.fixtures.people import make_user
+from tests.inventory import factories as inv
+from tests.isolation.checker import check_isolation
+from tests.isolation.test_isolation import SELF_ROUTES
+from tests.quotas import factories as adm
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def tree(cast):
+    """The cast's tree grown by speech (under nlp), platform and infra (under acme); mo is tenant-admin
+    of speech and a plain member of research; zed (in no sweep) is a member of every new tenant, so
+    each has a membership that must stay hidden."""
+    pat = cast.pat
+    speech = create_tenant(
+        actor=pat,
+        slug="speech",
+        display_name="Speech",
+        parent_id=cast.nlp.pk,
+        namespaces=[("", "team-speech")],
+    )
+    platform = create_tenant(actor=pat, slug="platform", display_name="Platform", parent_id=cast.acme.pk)
+    infra = create_tenant(
+        actor=pat, slug="infra", display_name="Infra", parent_id=platform.pk, namespaces=[("", "team-infra")]
+    )
+    mo, zed = make_user("mo"), make_user("zed")
+    add_membership(actor=pat, tenant_id=speech.pk, username="mo", role="tenant-admin")
+    add_membership(actor=pat, tenant_id=cast.research.pk, username="mo", role="member")
+    for tenant in (cast.acme, cast.research, cast.nlp, cast.vision, speech, platform, infra):
+        add_membership(actor=pat, tenant_id=tenant.pk, username="zed", role="member")
+    return {"speech": speech, "platform": platform, "infra": infra, "mo": mo, "zed": zed}
+
+
+def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str, Callable[[Any], Any]]:
+    """For every API route, an object that belongs to ``tenant`` (or, for platform objects, that no
+    tenant user may see). Flavors and priority classes dedicated to an ancestor serve the subtree below
+    it (quotas/scoping.py), so for an ancestor those two are dedicated to ``catalogue_owner`` instead."""
+    namespace = f"team-{tenant.slug}"
+    catalogue_owner = catalogue_owner or tenant
+    return {
+        "tenant": lambda cast: tenant,
+        "membership": lambda cast: Membership.objects.get(tenant=tenant, user__username="zed"),
+        "token": lambda cast: ApiToken.objects.filter(user=cast.bob).first(),
+        "audit-event": lambda cast: AuditEvent.objects.filter(tenant_id=tenant.pk).first(),
+        "cluster": lambda cast: inv.cluster(),
+        "node-pool": lambda cast: inv.pool(f"only-{tenant.slug}", tenant=tenant),
+        "node": lambda cast: inv.node(),
+        "gpu": lambda cast: inv.gpu(),
+        "resource-claim": lambda cast: inv.claim(tenant=tenant, namespace=namespace),
+        "allocation": lambda cast: inv.allocation(tenant=tenant, namespace=namespace),
+        "fragmentation": lambda cast: inv.pool(f"only-{tenant.slug}", tenant=tenant),
+        "flavor": lambda cast: adm.flavor(tenant=catalogue_owner),
+        "priority-class": lambda cast: adm.priority_class(tenant=catalogue_owner),
+        "quota": lambda cast: adm.quota(tenant=tenant),
+        "budget": lambda cast: adm.budget(tenant=tenant),
+        "queue": lambda cast: adm.queue(tenant=tenant),
+        "capacity-request": lambda cast: adm.capacity_request(tenant=tenant),
+    }
+
+
+def sweep(cast, api, viewer, *, ancestors: list[Tenant], others: list[Tenant], cousin: Tenant) -> list[str]:
+    """Violations of ``viewer`` on objects of its ancestors and of other tenants, route by route."""
+    violations: list[str] = []
+    for tenant, catalogue_owner in [*((a, cousin) for a in ancestors), *((o, o) for o in others)]:
+        found = check_isolation(
+            cast=cast,
+            viewers={viewer.username: api(viewer)},
+            foreign_objects=owned_by(tenant, catalogue_owner),
+            self_routes=SELF_ROUTES,
+        )
+        violations += [f"[{tenant.slug}] {v}" for v in found]
+    return violations
+
+
+def test_an_admin_low_and_member_high_sees_nothing_above_beside_or_across(cast, api, tree):
+    ancestors, others = [cast.acme, cast.nlp], [cast.vision, tree["infra"], tree["platform"]]
+    assert sweep(cast, api, tree["mo"], ancestors=ancestors, others=others, cousin=tree["infra"]) == []
+    # what is dedicated to an ancestor serves the subtree below it: mo sees acme's flavor
+    dedicated = adm.flavor(tenant=cast.acme)
+    assert api(tree["mo"]).get(f"/api/v1/flavors/{dedicated.pk}/").status_code == 200
+
+
+def test_a_tenant_admin_sees_neither_its_parent_nor_the_other_branch(cast, api, tree):
+    others = [tree["platform"], tree["infra"]]
+    assert sweep(cast, api, cast.rita, ancestors=[cast.acme], others=others, cousin=tree["infra"]) == []
+
+
+def test_a_team_admin_sees_no_ancestor_no_cousin_and_no_child_of_another_branch(cast, api, tree):
+    others = [tree["speech"], tree["infra"]]
+    assert (
+        sweep(
+            cast, api, cast.alice, ancestors=[cast.acme, cast.research], others=others, cousin=tree["infra"]
+        )
+        == []
+    )
+
+
+def test_a_plain_member_above_cannot_change_the_tenant_it_sees_there(cast, api, tree):
+    # given: mo sees research (a plain member) but administers only speech, below nlp
+    mo = api(tree["mo"])
+    research = f"/api/v1/tenants/{cast.research.pk}/"
+    assert mo.get(research).status_code == 200
+    # when / then: renaming research, adding a member to it or a child under it is refused
+    assert mo.patch(research, {"display_name": "taken"}, format="json").status_code == 403
+    added = mo.post(
+        "/api/v1/memberships/",
+        {"tenant": str(cast.research.pk), "user": "charlie", "role": "member"},
+        format="json",
+    )
+    assert added.status_code == 403
+    child = mo.post(
+        "/api/v1/tenants/",
+        {"slug": "rogue", "display_name": "Rogue", "parent_id": str(cast.research.pk)},
+        format="json",
+    )
+    assert child.status_code == 403
+    cast.research.refresh_from_db()
+    assert cast.research.display_name == "Research"
+    assert not Membership.objects.filter(tenant=cast.research, user=cast.charlie).exists()
+    assert not Tenant.objects.filter(slug="rogue").exists()
+    # and what it administers it may change
+    speech = f"/api/v1/tenants/{tree['speech'].pk}/"
+    assert mo.patch(speech, {"display_name": "Speech & Audio"}, format="json").status_code == 200

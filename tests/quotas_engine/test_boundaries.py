@@ -1,0 +1,184 @@
+"""Each limit met exactly, and one unit past it; preemption's minimality and no-gain rules on small
+hand-worked cases. Cast: vision and speech under org, whole H100s (1 GE each); the snapshot's clock
+is 24 hours before the month ends (builders.NOW)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from quotas.admission import (
+    BudgetSpec,
+    Outcome,
+    QueueingStrategy,
+    Reason,
+    UnknownRequestError,
+    decide,
+    schedule,
+)
+
+from .builders import gpus, holding, request, snapshot
+
+TEAMS = {"org": None, "vision": "org", "speech": "org"}
+
+
+def budget(limit: int, burned: int = 0) -> BudgetSpec:
+    return BudgetSpec(
+        tenant="vision",
+        flavor=None,
+        limit_ge_hours=Fraction(limit),
+        burned_ge_hours=Fraction(burned),
+        hard=True,
+    )
+
+
+def test_a_request_that_spends_the_budget_exactly_is_admitted():
+    # given: 100 GE-h, 40 burned, 60 left; vision asks 3 GPUs x 20 h = 60 GE-h
+    pending = [request("v1", "vision", 3, order=1, hours=20)]
+    snap = snapshot(tree=TEAMS, quotas=[gpus("vision", 4)], pending=pending, budgets=[budget(100, 40)])
+    # when
+    d = decide(snapshot=snap, request_id="v1")
+    # then: 40 + 60 = 100, not over 100
+    assert d.expected_ge_hours == 60
+    assert d.outcome is Outcome.ADMIT
+
+
+def test_one_ge_hour_past_the_budget_waits():
+    # given: the same 60 left; vision asks 3 GPUs x 20 h (60 GE-h), then 1 GPU x 1 h (1 GE-h)
+    pending = [request("v1", "vision", 3, order=1, hours=20), request("v2", "vision", 1, order=2, hours=1)]
+    snap = snapshot(tree=TEAMS, quotas=[gpus("vision", 4)], pending=pending, budgets=[budget(100, 40)])
+    # when: one pass decides both, in order
+    decisions = {d.request_id: d for d in schedule(snapshot=snap)}
+    # then: v1 spends the budget to 100 exactly; v2 would make it 40 + 60 + 1 = 101 > 100
+    assert decisions["v1"].outcome is Outcome.ADMIT
+    assert decisions["v2"].reason is Reason.OVER_BUDGET
+
+
+def test_a_request_that_fills_the_quota_exactly_is_admitted_and_one_more_gpu_waits():
+    # given: vision 4 nominal and no lender (speech has no quota); vision holds 1
+    active = [holding("v0", "vision", 1, order=1)]
+    pending = [request("v1", "vision", 3, order=2), request("v2", "vision", 4, order=3)]
+    snap = snapshot(tree=TEAMS, quotas=[gpus("vision", 4)], free=10, active=active, pending=pending)
+    # when / then: 1 + 3 = 4 = nominal: admitted; 1 + 4 = 5 > 4: waits
+    assert decide(snapshot=snap, request_id="v1").outcome is Outcome.ADMIT
+    assert decide(snapshot=snap, request_id="v2").reason is Reason.WAITING_FOR_QUOTA
+
+
+def test_borrowing_up_to_the_limit_exactly_is_admitted_and_one_more_waits():
+    # given: vision 2 nominal with a borrowing limit of 2; speech 4 nominal, idle
+    quotas = [gpus("vision", 2, borrowing=2), gpus("speech", 4)]
+    snap = snapshot(tree=TEAMS, quotas=quotas, free=10, pending=[request("v1", "vision", 4, order=1)])
+    # when
+    exactly = decide(snapshot=snap, request_id="v1")
+    # then: 4 = 2 own + 2 borrowed, the limit exactly
+    assert exactly.outcome is Outcome.BORROW
+    assert [(loan.lender, loan.amount) for loan in exactly.borrowed] == [("speech", 2)]
+    # given: vision holds those 4; when it asks 1 more, it would borrow 3 > 2: it waits
+    held = [holding("v1", "vision", 4, order=1)]
+    snap = snapshot(
+        tree=TEAMS, quotas=quotas, free=6, active=held, pending=[request("v2", "vision", 1, order=2)]
+    )
+    assert decide(snapshot=snap, request_id="v2").reason is Reason.WAITING_FOR_QUOTA
+
+
+def test_preemption_puts_back_a_victim_that_turns_out_not_to_be_needed():
+    # given: vision (4 nominal, no lender) holds a 1-GPU low job and a 3-GPU normal job: 4 of 4
+    active = [holding("small", "vision", 1, order=1, prio="low"), holding("big", "vision", 3, order=2)]
+    pending = [request("v1", "vision", 3, order=3, prio="high")]
+    snap = snapshot(tree=TEAMS, quotas=[gpus("vision", 4)], free=0, active=active, pending=pending)
+    # when: a high-priority request for 3 arrives
+    d = decide(snapshot=snap, request_id="v1")
+    # then: candidates go lowest priority first, so "small" (1) is taken, then "big" (3): 4 freed;
+    # without "small" back, 1 + 3 = 4 still fits, so only "big" is evicted
+    assert d.outcome is Outcome.PREEMPT
+    assert [v.request_id for v in d.victims] == ["big"]
+
+
+def test_a_request_never_preempts_its_own_work_to_borrow_more():
+    # given: vision (4 nominal) holds 4 at low priority, speech (4 nominal) holds 0; 8 GPUs in all,
+    # 4 free
+    active = [holding("low-4", "vision", 4, order=1, prio="low")]
+    pending = [request("v1", "vision", 5, order=2, prio="high")]
+    snap = snapshot(
+        tree=TEAMS, quotas=[gpus("vision", 4), gpus("speech", 4)], free=4, active=active, pending=pending
+    )
+    # when: vision asks 5 at high priority
+    d = decide(snapshot=snap, request_id="v1")
+    # then: as it is, 4 + 5 = 9 > 8 cannot fit; evicting low-4 would fit (5 <= 8) but vision would
+    # borrow 5 - 4 = 1 where it borrows 0 now: a gain of 1, never allowed, so it waits
+    assert d.outcome is Outcome.WAIT
+    assert d.victims == ()
+
+
+def test_preemption_keeps_every_victim_it_needs():
+    # given: vision (4 nominal, no lender) holds a 2-GPU low job and a 2-GPU normal job: 4 of 4
+    active = [holding("low-2", "vision", 2, order=1, prio="low"), holding("normal-2", "vision", 2, order=2)]
+    pending = [request("v1", "vision", 4, order=3, prio="high")]
+    snap = snapshot(tree=TEAMS, quotas=[gpus("vision", 4)], free=0, active=active, pending=pending)
+    # when: a high-priority request for all 4 arrives
+    d = decide(snapshot=snap, request_id="v1")
+    # then: both go; putting "low-2" back would make 2 + 4 = 6 > 4, so it stays a victim
+    assert d.outcome is Outcome.PREEMPT
+    assert [v.request_id for v in d.victims] == ["low-2", "normal-2"]
+
+
+def test_a_victim_put_back_holds_its_cards_again_when_the_next_is_weighed():
+    # given: 4 cards, all held by vision (10 nominal, so only the cards bind): "a" and "b" low
+    # (1 each, "b" admitted later), "c" normal (2)
+    active = [
+        holding("a", "vision", 1, order=1, prio="low"),
+        holding("b", "vision", 1, order=2, prio="low"),
+        holding("c", "vision", 2, order=3),
+    ]
+    pending = [request("v1", "vision", 3, order=4, prio="high")]
+    snap = snapshot(tree=TEAMS, quotas=[gpus("vision", 10)], free=0, active=active, pending=pending)
+    # when: a high-priority request for 3 cards arrives
+    d = decide(snapshot=snap, request_id="v1")
+    # then: greedily b, a, c are taken (1 + 1 + 2 = 4 free); "a" goes back (4 - 1 = 3 still fit), and
+    # with "a" holding its card again "b" cannot (3 - 1 = 2 < 3): victims b and c
+    assert [v.request_id for v in d.victims] == ["b", "c"]
+
+
+def test_behind_a_strict_head_a_request_no_quota_could_hold_says_so_rather_than_blocked():
+    # given: a StrictFIFO queue; vision (4 nominal) holds 2, its head asks 4 (2 available: waits),
+    # and behind it a request for 9, more than vision could ever be granted (4)
+    active = [holding("v0", "vision", 2, order=1)]
+    pending = [request("head", "vision", 4, order=2), request("huge", "vision", 9, order=3)]
+    snap = snapshot(
+        tree=TEAMS,
+        quotas=[gpus("vision", 4)],
+        active=active,
+        pending=pending,
+        strategy=QueueingStrategy.STRICT_FIFO,
+    )
+    # when
+    decisions = {d.request_id: d for d in schedule(snapshot=snap)}
+    # then: the head waits for quota; "huge" is told it can never fit, not that it waits for the head
+    assert decisions["head"].reason is Reason.WAITING_FOR_QUOTA
+    assert decisions["huge"].reason is Reason.EXCEEDS_MAX_POSSIBLE
+
+
+def test_deciding_a_request_the_snapshot_does_not_hold_names_it():
+    snap = snapshot(tree=TEAMS, quotas=[gpus("vision", 4)])
+    with pytest.raises(UnknownRequestError, match="no-such-request"):
+        decide(snapshot=snap, request_id="no-such-request")
+
+
+def test_an_eviction_gives_back_the_victims_budget_commitment_within_the_pass():
+    # given: 4 cards, all held by "low-4" (low, 4 GPUs for its last hour: 4 GE-h committed); vision
+    # has 10 nominal (the cards bind) and a hard budget of 6 GE-h, none burned
+    active = [holding("low-4", "vision", 4, order=1, prio="low")]
+    pending = [
+        request("v1", "vision", 2, order=2, prio="high", hours=1),
+        request("v2", "vision", 2, order=3, prio="high", hours=1),
+    ]
+    snap = snapshot(
+        tree=TEAMS, quotas=[gpus("vision", 10)], free=0, active=active, pending=pending, budgets=[budget(6)]
+    )
+    # when: one pass decides both
+    decisions = {d.request_id: d for d in schedule(snapshot=snap)}
+    # then: v1 (2 GE-h) fits the budget, 4 + 2 = 6, and evicts low-4, whose 4 GE-h are given back:
+    # 6 - 4 = 2 committed; v2 on the 2 cards left: 2 + 2 = 4 <= 6, admitted without evicting anyone
+    assert [v.request_id for v in decisions["v1"].victims] == ["low-4"]
+    assert decisions["v2"].outcome is Outcome.ADMIT
