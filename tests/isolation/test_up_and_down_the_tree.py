@@ -28,6 +28,7 @@ from tests.fixtures.people import make_user
 from tests.inventory import factories as inv
 from tests.isolation.checker import check_isolation
 from tests.isolation.test_isolation import SELF_ROUTES
+from tests.metering import factories as met
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -82,6 +83,10 @@ def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str,
         "budget": lambda cast: adm.budget(tenant=tenant),
         "queue": lambda cast: adm.queue(tenant=tenant),
         "capacity-request": lambda cast: adm.capacity_request(tenant=tenant),
+        "usage": lambda cast: met.usage(tenant=tenant),
+        "rate-card": lambda cast: met.rate_card(tenant=catalogue_owner),
+        "billing-period": lambda cast: met.period(),
+        "report": lambda cast: met.report_line(tenant=tenant),
     }
 
 
