@@ -74,9 +74,10 @@ def _alt_names(host: str) -> list[x509.GeneralName]:
 def generate(host: str = "127.0.0.1") -> ServingCertificates:
     """A new CA and a serving certificate for `host` and the loopback names, valid for a year."""
     now = dt.datetime.now(dt.UTC)
-    # A day back: tolerates skew between processes, and tests that travel in time start kubesim with
-    # a clock OpenSSL does not share (it verifies against the real one).
-    not_before = now - dt.timedelta(days=1)
+    # Valid from 90 days back: tests that travel in time (time-machine moves Python's clock, to the
+    # middle of the month or its last hours) start kubesim on a clock OpenSSL does not share, since it
+    # verifies against the real one; skew between processes is covered too.
+    not_before = now - dt.timedelta(days=90)
     ca_key, serving_key = _key(), _key()
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubesim-ca")])
     ca = (
