@@ -82,16 +82,10 @@ def _field_errors(detail: Any, prefix: str = "") -> list[dict[str, str]]:
     return errors
 
 
-def problem_response(
-    *,
-    status_code: int,
-    code: str,
-    title: str,
-    detail: str,
-    errors: list[dict[str, str]] | None = None,
-    headers: dict[str, str] | None = None,
-    instance: str = "",
-) -> Response:
+def problem_body(
+    *, status_code: int, code: str, title: str, detail: str, instance: str = ""
+) -> dict[str, Any]:
+    """The RFC 9457 members every problem carries, with our stable ``code`` and the request id."""
     body: dict[str, Any] = {
         "type": PROBLEM_TYPE_BASE + code,
         "title": title,
@@ -102,6 +96,20 @@ def problem_response(
     }
     if instance:
         body["instance"] = instance
+    return body
+
+
+def problem_response(
+    *,
+    status_code: int,
+    code: str,
+    title: str,
+    detail: str,
+    errors: list[dict[str, str]] | None = None,
+    headers: dict[str, str] | None = None,
+    instance: str = "",
+) -> Response:
+    body = problem_body(status_code=status_code, code=code, title=title, detail=detail, instance=instance)
     if errors:
         body["errors"] = errors
     return Response(body, status=status_code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
@@ -215,16 +223,7 @@ def plain_problem_response(
     instance: str = "",
 ) -> HttpResponse:
     """A problem+json answer outside DRF (middleware, Django's 404 and 500 handlers)."""
-    body: dict[str, Any] = {
-        "type": PROBLEM_TYPE_BASE + code,
-        "title": title,
-        "status": status_code,
-        "detail": detail,
-        "code": code,
-        "request_id": current_request_id(),
-    }
-    if instance:
-        body["instance"] = instance
+    body = problem_body(status_code=status_code, code=code, title=title, detail=detail, instance=instance)
     response = HttpResponse(json.dumps(body), status=status_code, content_type=PROBLEM_CONTENT_TYPE)
     for name, value in (headers or {}).items():
         response[name] = value

@@ -10,6 +10,7 @@ import logging
 import threading
 import uuid
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -30,63 +31,75 @@ from tenants.models import Tenant, TenantState
 logger = logging.getLogger(__name__)
 
 
-def expire_requests(*, now: datetime) -> list[uuid.UUID]:
-    """End admitted requests whose duration is over. Claims each by conditional UPDATE, so two
-    loops never expire one twice; idempotent."""
-    expired: list[uuid.UUID] = []
-    due = CapacityRequest.objects.filter(state__in=HOLDING, expires_at__lte=now).only("pk", "state")
-    message = "The requested duration is over; its cluster objects are lowered or removed."
-    for due_row in due:
-        pk = due_row.pk
+def _claim_each(
+    rows: Iterable[CapacityRequest],
+    *,
+    event: Event,
+    action: str,
+    reason_code: str,
+    message: str,
+    now: datetime,
+    lower_objects: bool,
+) -> list[uuid.UUID]:
+    """Move each request by the system, one transaction each, claimed by conditional UPDATE (a row
+    another loop moved first is skipped), with its audit event; what was moved, by id."""
+    moved: list[uuid.UUID] = []
+    for row in rows:
         with transaction.atomic():
             move = Move(
-                request=due_row,
-                event=Event.EXPIRE,
-                by=ActorKind.SYSTEM,
-                reason_code="expired",
-                message=message,
+                request=row, event=event, by=ActorKind.SYSTEM, reason_code=reason_code, message=message
             )
             if not move_requests(moves=[move], now=now, claim=True):
                 continue  # someone else moved it first
-            row = CapacityRequest.objects.get(pk=pk)
+            after = CapacityRequest.objects.get(pk=row.pk)
             record_event(
-                actor=None, action="capacity_request.expired", obj=row, after={"state": RequestState.EXPIRED}
+                actor=None,
+                action=f"capacity_request.{action}",
+                obj=after,
+                after={"state": after.state, "reason_code": reason_code},
             )
-            materialise_after_commit([pk])
-        expired.append(pk)
-    return expired
+            if lower_objects:
+                materialise_after_commit([row.pk])
+        moved.append(row.pk)
+    return moved
+
+
+def expire_requests(*, now: datetime) -> list[uuid.UUID]:
+    """End admitted requests whose duration is over (their cluster objects are lowered after
+    commit); idempotent."""
+    due = CapacityRequest.objects.filter(state__in=HOLDING, expires_at__lte=now).only("pk", "state")
+    message = "The requested duration is over; its cluster objects are lowered or removed."
+    return _claim_each(
+        due,
+        event=Event.EXPIRE,
+        action="expired",
+        reason_code="expired",
+        message=message,
+        now=now,
+        lower_objects=True,
+    )
 
 
 def withdraw_suspended(*, now: datetime) -> list[uuid.UUID]:
     """Pending requests of a suspended tenant, or of one below a suspended tenant, stop waiting
-    (cancelled, saying why). Claims each by conditional UPDATE; idempotent."""
+    (cancelled, saying why); idempotent."""
     suspended = list(Tenant.objects.filter(state=TenantState.SUSPENDED).values_list("path", flat=True))
     if not suspended:
         return []
     within = Q(pk__in=[])
     for path in suspended:
         within |= Q(tenant__path__startswith=path)
-    withdrawn: list[uuid.UUID] = []
+    waiting = CapacityRequest.objects.filter(within, state=RequestState.PENDING).only("pk", "state")
     message = "The tenant (or one above it) is suspended; the request no longer waits."
-    for row in CapacityRequest.objects.filter(within, state=RequestState.PENDING).only("pk", "state"):
-        with transaction.atomic():
-            move = Move(
-                request=row,
-                event=Event.WITHDRAW,
-                by=ActorKind.SYSTEM,
-                reason_code="tenant_suspended",
-                message=message,
-            )
-            if not move_requests(moves=[move], now=now, claim=True):
-                continue
-            record_event(
-                actor=None,
-                action="capacity_request.withdrawn",
-                obj=CapacityRequest.objects.get(pk=row.pk),
-                after={"state": RequestState.CANCELLED, "reason_code": "tenant_suspended"},
-            )
-        withdrawn.append(row.pk)
-    return withdrawn
+    return _claim_each(
+        waiting,
+        event=Event.WITHDRAW,
+        action="withdrawn",
+        reason_code="tenant_suspended",
+        message=message,
+        now=now,
+        lower_objects=False,  # pending requests hold no cluster objects
+    )
 
 
 def readmit(*, root_path: str, flavors: list[Flavor], now: datetime) -> AdmissionRun:
