@@ -56,7 +56,7 @@ def _check_assignable(actor: User, tenant: Tenant, namespaces: set[tuple[str, st
         return
     prefixes = [
         prefix
-        for prefix in Tenant.objects.filter(path__in=_ancestor_paths(tenant.path)).values_list(
+        for prefix in Tenant.objects.filter(path__in=tenant.lineage_paths).values_list(
             "namespace_prefix", flat=True
         )
         if prefix
@@ -72,10 +72,6 @@ def _check_assignable(actor: User, tenant: Tenant, namespaces: set[tuple[str, st
                 ),
                 code="namespace_not_delegated",
             )
-
-
-def _ancestor_paths(path: str) -> list[str]:
-    return [path[: i + 1] for i, ch in enumerate(path) if ch == "/" and i > 0]
 
 
 def _set_namespaces(actor: User, tenant: Tenant, namespaces: list[tuple[str, str]]) -> None:

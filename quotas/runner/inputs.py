@@ -314,13 +314,18 @@ def _budgets(
     return tuple(result)
 
 
+def within_subtrees(paths: Iterable[str]) -> Q:
+    """Requests anywhere below (or at) these tenant paths; nothing for no paths."""
+    within = Q(pk__in=[])
+    for path in sorted(set(paths)):
+        within |= Q(tenant__path__startswith=path)
+    return within
+
+
 def _subtrees(tenant_ids: list[uuid.UUID]) -> tuple[dict[uuid.UUID, str], Q]:
     """Each budget tenant's path, and a filter for requests anywhere in those subtrees."""
     paths = dict(Tenant.objects.filter(pk__in=tenant_ids).values_list("pk", "path"))
-    within = Q(pk__in=[])
-    for path in set(paths.values()):
-        within |= Q(tenant__path__startswith=path)
-    return paths, within
+    return paths, within_subtrees(paths.values())
 
 
 def _covering(paths: dict[uuid.UUID, str], tenant_path: str) -> list[uuid.UUID]:

@@ -15,7 +15,6 @@ from datetime import datetime
 from typing import Any
 
 from django.db import close_old_connections, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from gpuplatform.audit.services import record_event
@@ -24,7 +23,7 @@ from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor
 from quotas.models.requests import HOLDING, RequestState
 from quotas.runner.decide import AdmissionRun, decide_cohort, persist
-from quotas.runner.inputs import root_id_of
+from quotas.runner.inputs import root_id_of, within_subtrees
 from quotas.runner.locks import lock_cohorts
 from tenants.models import Tenant, TenantState
 
@@ -86,10 +85,8 @@ def withdraw_suspended(*, now: datetime) -> list[uuid.UUID]:
     suspended = list(Tenant.objects.filter(state=TenantState.SUSPENDED).values_list("path", flat=True))
     if not suspended:
         return []
-    within = Q(pk__in=[])
-    for path in suspended:
-        within |= Q(tenant__path__startswith=path)
-    waiting = CapacityRequest.objects.filter(within, state=RequestState.PENDING).only("pk", "state")
+    waiting = CapacityRequest.objects.filter(within_subtrees(suspended), state=RequestState.PENDING)
+    waiting = waiting.only("pk", "state")
     message = "The tenant (or one above it) is suspended; the request no longer waits."
     return _claim_each(
         waiting,

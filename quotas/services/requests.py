@@ -121,8 +121,7 @@ def _resolve(
 
 def is_suspended(tenant: Tenant) -> bool:
     """The tenant or one of its ancestors is suspended: suspension covers the whole subtree."""
-    ancestors = [tenant.path[: i + 1] for i, ch in enumerate(tenant.path) if ch == "/" and i > 0]
-    return Tenant.objects.filter(path__in=ancestors, state=TenantState.SUSPENDED).exists()
+    return Tenant.objects.filter(path__in=tenant.lineage_paths, state=TenantState.SUSPENDED).exists()
 
 
 def with_subtree_claims(

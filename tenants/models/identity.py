@@ -66,6 +66,11 @@ class Tenant(models.Model):
         """Ids from the root down to the parent."""
         return [uuid.UUID(part) for part in self.path.strip("/").split("/")[:-1] if part]
 
+    @property
+    def lineage_paths(self) -> list[str]:
+        """Paths from the root down to this tenant itself: what a rule set on any of them covers."""
+        return [self.path[: i + 1] for i, ch in enumerate(self.path) if ch == "/" and i > 0]
+
     @staticmethod
     def path_for(tenant_id: uuid.UUID, parent_path: str | None) -> str:
         return f"{parent_path or '/'}{tenant_id.hex}/"
