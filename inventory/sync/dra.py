@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -256,9 +257,9 @@ def apply_claims(
                     setattr(row, name, value)
                 updating.append(row)
             changes += 1
-        # A claim's status does not say when it was allocated: on a list the creation time is the best
-        # the cluster reports; on a watch event, the moment we saw it.
-        created = k8s_time(dig(obj, "metadata", "creationTimestamp")) if listing else None
+        # When the holding began, from the best the cluster records: the write of its allocation; else,
+        # on a list, the claim's creation; else (a watch event) the moment we saw it. Marked on each row.
+        started_at, started_from = claim_started(obj, listing=listing, now=now)
         classes = _device_classes(claim)
         rows = []
         for result in claim.results:
@@ -280,6 +281,7 @@ def apply_claims(
                     pool_id=ref.pool_id if ref else None,
                     gpu_id=ref.gpu_id if ref else None,
                     unit_id=ref.unit_id if ref else None,
+                    details={"started_from": started_from},
                 )
             )
         holders.append(
@@ -289,7 +291,7 @@ def apply_claims(
                 name=claim.name,
                 namespace=claim.namespace,
                 tenant_id=tenant_id,
-                started_at=created or now,
+                started_at=started_at,
                 ended_at=now,
                 rows=tuple(rows),
                 claim_id=row.pk,
@@ -328,3 +330,28 @@ def vanish_claims(ctx: SyncContext, uids: set[str], *, reason: str) -> int:
     return changes + close_holders(
         cluster=ctx.cluster, kind=HolderKind.CLAIM, ended=dict.fromkeys(uids, now), reason=reason
     )
+
+
+def allocation_written_at(obj: dict[str, Any]) -> datetime | None:
+    """When the claim's allocation was written, as the API server records it: the time of the
+    managedFields entry on the status subresource that owns ``status.allocation`` (the scheduler's).
+    An entry's time is its manager's last write, so this is an upper bound if it rewrote the status."""
+    for entry in dig(obj, "metadata", "managedFields") or []:
+        if not isinstance(entry, dict) or entry.get("subresource") != "status":
+            continue
+        status = (entry.get("fieldsV1") or {}).get("f:status") or {}
+        if isinstance(status, dict) and "f:allocation" in status:
+            return k8s_time(entry.get("time"))
+    return None
+
+
+def claim_started(obj: dict[str, Any], *, listing: bool, now: datetime) -> tuple[datetime, str]:
+    """(when a claim's holding began, what that time is): ``allocation_written``, ``claim_created``
+    (on a list, when the allocation's write is not recorded) or ``first_seen``."""
+    written = allocation_written_at(obj)
+    if written is not None:
+        return min(written, now), "allocation_written"
+    created = k8s_time(dig(obj, "metadata", "creationTimestamp")) if listing else None
+    if created is not None:
+        return created, "claim_created"
+    return now, "first_seen"
