@@ -59,18 +59,25 @@ def _may_close(actor: Any) -> bool:
     return bool(getattr(actor, "is_finance", False) or getattr(actor, "is_platform_admin", False))
 
 
+def _lock_unclosed(*, actor: Any, period_id: uuid.UUID) -> BillingPeriod:
+    """The period, locked, for a closing step: finance or platform-admins only, never a closed one.
+    Runs inside the caller's transaction."""
+    if not _may_close(actor):
+        raise Forbidden("Only finance and platform-admins close billing periods.")
+    period = BillingPeriod.objects.select_for_update().filter(pk=period_id).first()
+    if period is None:
+        raise NotFound("No such billing period.")
+    if period.state == PeriodState.CLOSED:
+        raise Conflict(f"billing period {period.label} is already closed", code="period_closed")
+    return period
+
+
 def start_closing_period(*, actor: Any, period_id: uuid.UUID, now: datetime | None = None) -> BillingPeriod:
     """open -> closing once the month is over: the grace period in which late data still lands in
     place. Locks the period; idempotent (closing stays closing)."""
     now = now or timezone.now()
-    if not _may_close(actor):
-        raise Forbidden("Only finance and platform-admins close billing periods.")
     with transaction.atomic():
-        period = BillingPeriod.objects.select_for_update().filter(pk=period_id).first()
-        if period is None:
-            raise NotFound("No such billing period.")
-        if period.state == PeriodState.CLOSED:
-            raise Conflict(f"billing period {period.label} is already closed", code="period_closed")
+        period = _lock_unclosed(actor=actor, period_id=period_id)
         if period.state == PeriodState.CLOSING:
             return period
         if now < period.ends_at:
@@ -93,14 +100,8 @@ def close_billing_period(*, actor: Any, period_id: uuid.UUID, now: datetime | No
     rows, and late data becomes adjustments in the next open period. Locks the period; closing a
     closed period is refused (409), so a double click cannot rebuild a frozen report."""
     now = now or timezone.now()
-    if not _may_close(actor):
-        raise Forbidden("Only finance and platform-admins close billing periods.")
     with transaction.atomic():
-        period = BillingPeriod.objects.select_for_update().filter(pk=period_id).first()
-        if period is None:
-            raise NotFound("No such billing period.")
-        if period.state == PeriodState.CLOSED:
-            raise Conflict(f"billing period {period.label} is already closed", code="period_closed")
+        period = _lock_unclosed(actor=actor, period_id=period_id)
         if now < period.ends_at:
             raise Conflict(f"billing period {period.label} has not ended yet", code="period_not_over")
         before = snapshot(period, AUDITED)
