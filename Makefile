@@ -44,6 +44,7 @@ test: setup system-deps services lint
 
 check-deploy: setup
 	GPUPLATFORM_SECURE=1 SECRET_KEY=$$(head -c 48 /dev/urandom | base64) ALLOWED_HOSTS=gpu.example.com \
+	  POLICY_SIGNING_KEY="$$($(BIN)/python -c 'from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey as K; from cryptography.hazmat.primitives import serialization as s; print(K.generate().private_bytes(s.Encoding.PEM, s.PrivateFormat.PKCS8, s.NoEncryption()).decode())')" \
 	  DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 	  $(BIN)/python manage.py check --deploy --fail-level WARNING
 

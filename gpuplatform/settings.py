@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "inventory",
     "quotas",
     "metering",
+    "policies",
     "demo",
 ]
 
@@ -330,6 +331,13 @@ LOGGING = {
 # Inventory (issue #4). Kubeconfigs are encrypted at rest with this Fernet key (urlsafe base64 of 32
 # bytes); unset outside secure mode, a key is derived from SECRET_KEY so the demo and tests just work.
 GPUPLATFORM_ENCRYPTION_KEY = env("GPUPLATFORM_ENCRYPTION_KEY")
+# Policies (issue #12): the Ed25519 private key (PEM) signing bundles for node agents. Required in secure
+# mode; otherwise derived from SECRET_KEY (policies/signing.py).
+POLICY_SIGNING_KEY = env("POLICY_SIGNING_KEY")
+if SECURE and not POLICY_SIGNING_KEY:
+    raise ImproperlyConfigured(
+        "POLICY_SIGNING_KEY (or POLICY_SIGNING_KEY_FILE) must be set when GPUPLATFORM_SECURE=1"
+    )
 # Seconds between full resyncs (re-list and reconcile, counting drift) while watching.
 INVENTORY_RESYNC_SECONDS = env_int("INVENTORY_RESYNC_SECONDS", 600)
 # Namespaces no tenant may own (shell patterns): their pods are the platform's, and a ResourceQuota

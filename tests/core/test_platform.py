@@ -86,10 +86,28 @@ def test_schema_generation_has_no_warnings():
     assert result.returncode == 0, result.stderr
 
 
-def test_check_deploy_is_clean_with_production_settings():
-    env = process_env(
-        GPUPLATFORM_SECURE="1", SECRET_KEY="x7!" + "k" * 60 + "Q2#zv", ALLOWED_HOSTS="gpu.example.com"
+def _signing_key_pem() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return (
+        Ed25519PrivateKey.generate()
+        .private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        .decode()
     )
+
+
+PRODUCTION = {
+    "GPUPLATFORM_SECURE": "1",
+    "SECRET_KEY": "x7!" + "k" * 60 + "Q2#zv",
+    "ALLOWED_HOSTS": "gpu.example.com",
+}
+
+
+def test_check_deploy_is_clean_with_production_settings():
+    env = process_env(**PRODUCTION, POLICY_SIGNING_KEY=_signing_key_pem())
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=REPO,
@@ -100,6 +118,21 @@ def test_check_deploy_is_clean_with_production_settings():
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_secure_mode_refuses_to_start_without_a_bundle_signing_key():
+    env = {k: v for k, v in process_env(**PRODUCTION).items() if k != "POLICY_SIGNING_KEY"}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "POLICY_SIGNING_KEY" in result.stderr
 
 
 def test_secure_mode_refuses_to_start_without_a_secret_key():

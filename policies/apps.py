@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class PoliciesConfig(AppConfig):
+    name = "policies"
+    verbose_name = "Sharing policies and node agents"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,3 @@
+from policies.models.revisions import PolicyRevision
+
+__all__ = ["PolicyRevision"]
