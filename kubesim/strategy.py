@@ -28,6 +28,10 @@ class WriteOptions:
     operation: str = "Update"  # or "Apply" (server-side apply records its own entry)
     api_version: str | None = None  # the version the client wrote in, recorded in managedFields
     force: bool = False
+    # Who writes, as admission sees it (request.userInfo): the Python API is the cluster's own
+    # components; the HTTP layer names the kubeconfig's user.
+    username: str = "system:kubesim"
+    groups: tuple[str, ...] = ("system:masters", "system:authenticated")
 
 
 def timestamp(epoch: float) -> str:

@@ -42,11 +42,14 @@ def _options(req: Request, info: ResourceInfo, version: str, **extra: Any) -> Wr
         field_validation=req.query.get("fieldValidation") or "Warn",
         dry_run=dry == "All",
         api_version=info.api_version_for(version),
+        username=HTTP_USER,
         **extra,
     )
 
 
 BODY_TYPES = ("application/json", "application/yaml")
+# The user the kubeconfig's bearer token stands for, as admission sees it (request.userInfo.username).
+HTTP_USER = "kubesim-admin"
 
 
 def _json_body(req: Request) -> Any:

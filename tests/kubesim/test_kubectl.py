@@ -294,3 +294,54 @@ def test_drain_stops_at_the_disruption_budget(kubesim, kubectl):
         done.stderr
     )
     assert len(left) == 2 and "c" in left  # one of a, b was evicted; the other is held by the budget
+
+
+ADMISSION = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: max-gpus}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}
+  validations:
+  - expression: >-
+      object.spec.containers.all(c, !has(c.resources.limits) ||
+      !('nvidia.com/gpu' in c.resources.limits) || int(c.resources.limits['nvidia.com/gpu']) <= 2)
+    message: at most 2 GPUs per container
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: max-gpus}
+spec:
+  policyName: max-gpus
+  validationActions: [Deny]
+"""
+
+GPU_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: default}
+spec:
+  containers:
+  - name: main
+    image: cuda:12
+    resources:
+      limits: {nvidia.com/gpu: "%d"}
+"""
+
+
+def test_apply_of_a_pod_breaking_a_validating_admission_policy_is_refused(kubesim, kubectl):
+    kubectl("apply", "-f", "-", stdin=ADMISSION)
+
+    kubectl("apply", "-f", "-", stdin=GPU_POD % ("small", 2))
+    refused = kubectl("apply", "-f", "-", stdin=GPU_POD % ("big", 4), ok=False)
+
+    # kubectl prints a 422 as "is invalid: <field>: <message>"; the cause has no field, as on a cluster.
+    assert refused.returncode != 0
+    assert refused.stderr.strip() == (
+        "The pods \"big\" is invalid: : ValidatingAdmissionPolicy 'max-gpus' with binding 'max-gpus' "
+        "denied request: at most 2 GPUs per container"
+    )
+    assert [p["metadata"]["name"] for p in kubesim.store.list("pods", "default")] == ["small"]
