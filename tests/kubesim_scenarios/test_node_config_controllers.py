@@ -175,3 +175,34 @@ def test_a_config_map_edit_is_what_the_device_plugin_applies() -> None:
     c.settle()
 
     assert c.node(node)["status"]["allocatable"]["nvidia.com/gpu"] == "24"
+
+
+def test_resource_naming_in_the_config_is_ignored_as_the_released_plugin_does() -> None:
+    """k8s-device-plugin's DisableResourceNamingInConfig drops `resources` patterns and resets
+    `rename`; the plugin logs that it ignores them, and the node advertises nvidia.com/gpu."""
+    c = cluster("exclusive", 2, enabled={"device-plugin"})
+    node = c.nodes_of_pool("l40s-exclusive")[0]
+    c.store.patch_merge(
+        "configmaps",
+        "gpu-operator",
+        "device-plugin-config",
+        {
+            "data": {
+                "pool-a": "version: v1\nresources:\n  gpus:\n  - pattern: '*L40S*'\n    name: gpu-pool-a\n"
+                "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+                "      rename: gpu-pool-a\n      replicas: 2\n"
+            }
+        },
+    )
+
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {DP_CONFIG: "pool-a"}}})
+    c.settle()
+
+    allocatable = c.node(node)["status"]["allocatable"]
+    assert allocatable["nvidia.com/gpu"] == "16"  # 8 GPUs x 2 replicas, under the default name
+    assert not any("pool-a" in name for name in allocatable)
+    assert sorted(e["message"] for e in c.events("DevicePluginConfigIgnored")) == [
+        "Customizing the 'resources' field is not yet supported in the config. Ignoring...",
+        "Setting the 'rename' field in sharing.timeSlicing.resources is not yet supported in the config. "
+        "Ignoring...",
+    ]
