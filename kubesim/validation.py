@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 
 from kubesim import schema
+from kubesim.admission import validation as admission_validation
 from kubesim.errors import ApiError, bad_request, field_cause, invalid
 from kubesim.registry import ResourceInfo
 
@@ -320,6 +321,8 @@ _RULES = {
     "resourceclaims": _claim_rules,
     "resourceslices": _slice_rules,
     "poddisruptionbudgets": _pdb_rules,
+    "validatingadmissionpolicies": admission_validation.policy_rules,
+    "validatingadmissionpolicybindings": admission_validation.binding_rules,
 }
 
 

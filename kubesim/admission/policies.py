@@ -5,7 +5,8 @@ matchResources match too: params are resolved (paramKind + the binding's paramRe
 selector, in paramRef.namespace or the request's; none found: parameterNotFoundAction Allow skips the
 binding, Deny denies with "failed to configure binding: no params found ..."), then for each param
 matchConditions (any false: the policy does not apply), variables (in order, each seeing the earlier
-ones, an error failing only the expressions that use it) and validations run with `object`,
+ones, an error failing only the expressions that use it; matchConditions see them too) and
+validations run with `object`,
 `oldObject`, `request`, `params`, `namespaceObject` and `variables`.
 
 A false validation is the message of its messageExpression, else its message, else "failed
@@ -116,6 +117,8 @@ class ValidatingPolicies:
         decisions: list[Decision] = []
         for param in params:
             activation = self._activation(req, param)
+            # Variables are composited into every expression of the policy, matchConditions too.
+            self._variables(spec.get("variables") or [], activation)
             try:
                 if not self._conditions_hold(spec.get("matchConditions") or [], activation):
                     continue
@@ -123,7 +126,6 @@ class ValidatingPolicies:
                 if fail:
                     decisions.append(Decision(str(exc)))
                 continue
-            self._variables(spec.get("variables") or [], activation)
             for index, validation in enumerate(spec.get("validations") or []):
                 decision = self._validate(validation, index, activation, fail)
                 if decision is not None:

@@ -342,8 +342,8 @@ def test_warn_and_audit_actions_admit_and_report(admission, core, kube_api_clien
 
 
 def test_match_conditions_variables_and_binding_match_resources(admission, core, kubesim):
-    """matchConditions skip non-GPU pods; a variable holds the count; the binding narrows to labelled
-    namespaces; excludeResourceRules and operations keep the rest out."""
+    """A variable holds the count, which matchConditions (that skip non-GPU pods) and validations use;
+    the binding narrows to labelled namespaces."""
     install(
         admission,
         policy(
@@ -355,7 +355,7 @@ def test_match_conditions_variables_and_binding_match_resources(admission, core,
                     "message": "GPU pods need a team label",
                 }
             ],
-            matchConditions=[{"name": "asks-for-gpus", "expression": GPUS_OF_POD + " > 0"}],
+            matchConditions=[{"name": "asks-for-gpus", "expression": "variables.gpus > 0"}],
             variables=[{"name": "gpus", "expression": GPUS_OF_POD}],
         ),
         binding(
@@ -399,3 +399,27 @@ def test_dry_run_is_judged_too_and_policies_do_not_judge_their_own_kinds(admissi
     core.create_namespaced_config_map("default", configmap("c"))
 
     assert status_of(refused.value)["message"].endswith("denied request: only dry runs")
+
+
+def test_policies_and_bindings_are_validated_beyond_the_schema(admission):
+    with pytest.raises(client.ApiException) as bad_cel:
+        admission.create_validating_admission_policy(policy("bad", [{"expression": "object.spec.("}]))
+    with pytest.raises(client.ApiException) as deny_and_warn:
+        admission.create_validating_admission_policy_binding(binding("b", "p", ["Deny", "Warn"]))
+    with pytest.raises(client.ApiException) as no_param_action:
+        admission.create_validating_admission_policy_binding(binding("b", "p", paramRef={"name": "x"}))
+
+    [compile_cause] = status_of(bad_cel.value)["details"]["causes"]
+    assert bad_cel.value.status == 422 and compile_cause["field"] == "spec.validations[0].expression"
+    assert "compilation failed" in compile_cause["message"]
+    assert status_of(deny_and_warn.value)["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: ["Deny", "Warn"]: must not contain both Deny and Warn (repeating the '
+            "same validation failure information in the API response and headers serves no purpose)",
+            "field": "spec.validationActions",
+        }
+    ]
+    assert [c["field"] for c in status_of(no_param_action.value)["details"]["causes"]] == [
+        "spec.paramRef.parameterNotFoundAction"
+    ]
