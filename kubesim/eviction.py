@@ -183,6 +183,7 @@ def evict(store: Store, req: Request, namespace: str, name: str) -> Response:
             propagation=options.get("propagationPolicy"),
             preconditions=options.get("preconditions"),
             dry_run=dry_run,
+            grace_period=options.get("gracePeriodSeconds"),
         )
     return json_response(
         {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201

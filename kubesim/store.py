@@ -355,7 +355,12 @@ class Store:
             # resourceVersion (etcd3 store's GuaranteedUpdate with dryRun never commits a new one).
             meta["resourceVersion"] = old.obj["metadata"]["resourceVersion"]
             return Entry(new, dumps(new), self._rv)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        # The last finalizer gone: removed, unless a pod is in its grace period (the kubelet ends it).
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not meta.get("deletionGracePeriodSeconds")
+        ):
             return self._remove(info, key, new)
         return self._commit(info, key, new, "MODIFIED", old)
 
@@ -412,8 +417,11 @@ class Store:
         propagation: str | None = None,
         preconditions: dict[str, Any] | None = None,
         dry_run: bool = False,
+        grace_period: int | None = None,
     ) -> tuple[Entry, bool]:
-        """Returns the object's last state and whether it is gone (False: waiting for finalizers)."""
+        """Returns the object's last state and whether it is gone (False: waiting for finalizers, or a
+        pod terminating through an explicit `grace_period` > 0, which the pod-lifecycle controller,
+        playing the kubelet, ends). Without a grace period pods go at once (kubesim's default)."""
         info = registry.by_plural(resource)
         with self._lock:
             old = self._require(info, namespace, name)
@@ -421,18 +429,21 @@ class Store:
             self._admit("DELETE", info, WriteOptions(dry_run=dry_run), None, None, old.obj)
             meta = old.obj["metadata"]
             key = (meta.get("namespace", ""), meta["name"])
-            if meta.get("deletionTimestamp"):
-                return old, False  # already terminating: the real server changes nothing
             finalizers = list(meta.get("finalizers") or [])
+            grace = strategy.pod_grace_period(old.obj, grace_period) if info.plural == "pods" else 0
+            if meta.get("deletionTimestamp"):
+                if info.plural == "pods" and grace_period == 0 and not finalizers and not dry_run:
+                    return self._remove(info, key, json.loads(old.raw)), True  # the kubelet's final delete
+                return old, False  # already terminating: the real server changes nothing
             if propagation == "Foreground" and self._dependents.get(meta["uid"]):
                 self._cascade(meta["uid"], "Foreground", dry_run)
             elif propagation == "Orphan":
                 self._orphan(meta["uid"], dry_run)
             if info.plural == "namespaces":
                 return self._delete_namespace(info, old, dry_run), not finalizers
-            if finalizers:
+            if finalizers or grace:
                 new = json.loads(old.raw)
-                strategy.mark_deleted(info, new, self.now())
+                strategy.mark_deleted(info, new, self.now(), grace)
                 if dry_run:
                     return Entry(new, dumps(new), self._rv), False
                 return self._commit(info, key, new, "MODIFIED", old), False

@@ -86,6 +86,15 @@ def _object_body(req: Request, info: ResourceInfo, version: str) -> dict[str, An
     return body
 
 
+def _grace(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        raise errors.bad_request(f"invalid gracePeriodSeconds: {value}") from exc
+
+
 class Verbs:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -275,6 +284,7 @@ class Verbs:
             propagation=opts.get("propagationPolicy"),
             preconditions=opts.get("preconditions"),
             dry_run=dry,
+            grace_period=_grace(opts.get("gracePeriodSeconds")),
         )
         if gone and not info.returns_deleted_object and info.plural != "namespaces":
             meta = entry.obj["metadata"]

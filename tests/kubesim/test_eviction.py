@@ -278,3 +278,41 @@ def test_budgets_are_served_listed_watched_and_validated(kube_api_client):
     ]
     evict = resources["pods/eviction"]
     assert (evict.group, evict.version, evict.kind, evict.verbs) == ("policy", "v1", "Eviction", ["create"])
+
+
+def test_an_eviction_grace_period_terminates_the_pod_through_the_kubelet(kube_api_client, kubesim):
+    """gracePeriodSeconds > 0 on a bound pod: Terminating (deletionTimestamp now + grace) until the
+    kubelet (pod-lifecycle) sees its containers stop and deletes it with grace 0."""
+    now = [1000.0]
+    controllers = start_controllers(
+        kubesim.store, enabled={"pod-lifecycle", "disruption"}, background=False, clock=lambda: now[0]
+    )
+    try:
+        core, policy = client.CoreV1Api(kube_api_client), client.PolicyV1Api(kube_api_client)
+        for name in ("p1", "p2"):
+            running(core, name)
+        core.patch_namespaced_pod(
+            "p1",
+            "default",
+            {"metadata": {"annotations": {"kubesim.gpuplatform.io/termination-seconds": "10"}}},
+        )
+        core.create_namespaced_pod("default", pod("unbound", labels={"app": "train"}))
+        policy.create_namespaced_pod_disruption_budget("default", budget(minAvailable=0))
+        controllers.settle()
+
+        core.create_namespaced_pod_eviction("p1", "default", eviction("p1", grace_period_seconds=30))
+        core.delete_namespaced_pod("unbound", "default", grace_period_seconds=30)
+        terminating = core.read_namespaced_pod("p1", "default")
+        controllers.settle()
+        still = kubesim.store.get("pods", "default", "p1")
+        healthy = pdb_status(policy).current_healthy
+        now[0] += 10
+        controllers.settle()
+    finally:
+        controllers.stop()
+
+    assert terminating.metadata.deletion_grace_period_seconds == 30
+    assert terminating.metadata.deletion_timestamp is not None
+    assert kubesim.store.get("pods", "default", "unbound") is None  # no kubelet to wait for
+    assert still is not None and healthy == 1  # terminating pods are not healthy
+    assert kubesim.store.get("pods", "default", "p1") is None
