@@ -275,15 +275,10 @@ def preemption_words(queue: Queue) -> str:
         borrowing = f"; while borrowing, relatives' lower-priority work{limit}"
     else:
         borrowing = "; relatives only when the request then stays within its quota or its department's"
-    borrow = (
-        "borrow on the first that can"
-        if queue.when_can_borrow == "MayStopSearch"
-        else "prefer a later flavor"
+    borrow = "takes" if queue.when_can_borrow == "MayStopSearch" else "passes over"
+    preempt = "takes" if queue.when_can_preempt == "MayStopSearch" else "passes over"
+    flavors = (
+        f"; among its flavors it {borrow} the first it must borrow on"
+        f" and {preempt} the first it must preempt on"
     )
-    preempt = (
-        "preempt on the first that can"
-        if queue.when_can_preempt == "MayStopSearch"
-        else "prefer a later flavor"
-    )
-    flavors = f"; among flavors: {borrow} to borrowing elsewhere, {preempt} to preempting"
     return f"{own}; {reclaim}{borrowing}{flavors}."
