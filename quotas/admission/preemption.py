@@ -245,6 +245,7 @@ def find_victims(
     tree, t, f = ix.tree, req.tenant, search.f
     under_nominal = all(ledger.u((t, f, r)) < tree.subtree.get((t, f, r), 0) for r in search.need)
     # Kueue tries "allowing borrowing" and "not borrowing" in this order (classicalPreemptions).
+    attempts: tuple[bool, ...]
     if not (hierarchy or priority) or (forbidden and not under_nominal):
         attempts = (True,)
     elif forbidden and not hierarchy:

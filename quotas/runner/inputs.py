@@ -1,9 +1,9 @@
 """Reads the database into the pure admission engine's `Snapshot`, scoped to one cohort and flavors.
 
 Scoping matters: a full-fleet snapshot costs ~200 ms, while a decision only ever looks at the
-requesting tenant's tree (quota is lent only within a cohort) and its flavor (one flavor per request;
-physical capacity is per flavor). Engine names are slugs and flavor/class names, so the engine's
-messages read well; `Names` maps them back to rows.
+requesting tenant's tree (quota is lent only within a cohort) and its flavors (its own and those it
+falls back to; physical capacity is per flavor). Engine names are slugs and flavor/class names, so
+the engine's messages read well; `Names` maps them back to rows.
 """
 
 from __future__ import annotations

@@ -17,14 +17,14 @@ from quotas.admission import Outcome, Reason, decide
 
 from .kueue import ANY, LOWER, LOWER_OR_NEWER, NEVER, admitted, cluster, incoming, policy, quota
 
-STANDALONE = {"standalone": None}
-COHORT = {"cohort": None, "c1": "cohort", "c2": "cohort"}
+STANDALONE: dict[str, str | None] = {"standalone": None}
+COHORT: dict[str, str | None] = {"cohort": None, "c1": "cohort", "c2": "cohort"}
 C_QUOTAS = (quota("c1", 6, borrowing=6), quota("c2", 6, borrowing=6))
 C_POLICIES = {"c1": policy(LOWER, LOWER), "c2": policy(NEVER, ANY)}
-LEND = {"cohort-lend": None, "lend1": "cohort-lend", "lend2": "cohort-lend"}
+LEND: dict[str, str | None] = {"cohort-lend": None, "lend1": "cohort-lend", "lend2": "cohort-lend"}
 LEND_QUOTAS = (quota("lend1", 6, lending=4), quota("lend2", 6, lending=2))
 LEND_POLICIES = {"lend1": policy(LOWER, LOWER), "lend2": policy(LOWER, LOWER)}
-SHARED = {
+SHARED: dict[str, str | None] = {
     "with_shared_cq": None,
     "a_standard": "with_shared_cq",
     "b_standard": "with_shared_cq",
