@@ -135,4 +135,6 @@ def request_detail(request: HttpRequest, request_id: str) -> HttpResponse:
         pk=request_id,
     )
     timeline = found.transitions.select_related("actor").order_by("at", "id")
-    return render(request, "quotas/request_detail.html", {"r": found, "timeline": timeline})
+    with_flavor_chains([found])
+    context = {"r": found, "timeline": timeline, "policy": preemption_words(found.queue)}
+    return render(request, "quotas/request_detail.html", context)
