@@ -11,7 +11,7 @@ from typing import Any
 
 from inventory.capacity import cached_pool_card_capacity
 from inventory.selectors import cached_pool_resource_capacity
-from quotas.models import Budget, CapacityRequest, Flavor, FlavorKind, Quota
+from quotas.models import Budget, CapacityRequest, Flavor, FlavorKind, Queue, Quota
 from quotas.models.requests import HOLDING
 from quotas.runner.inputs import burned_ge_hours, month_bounds
 from tenants.models import Tenant
@@ -240,3 +240,45 @@ __all__ = [
     "quota_bars",
     "quota_standing",
 ]
+
+
+def with_flavor_chains(rows: list[CapacityRequest]) -> list[CapacityRequest]:
+    """Each request with `flavor_chain`: the flavors it names, in order ("h100 → a100"), for pages.
+    One read of the fallback flavors' names for all rows."""
+    ids = {i for row in rows for i in row.fallback_flavors or ()}
+    names = {str(pk): name for pk, name in Flavor.objects.filter(pk__in=ids).values_list("pk", "name")}
+    for row in rows:
+        chain = [row.flavor.name, *(names.get(i, "?") for i in row.fallback_flavors or ())]
+        row.flavor_chain = " → ".join(chain)  # type: ignore[attr-defined]
+    return rows
+
+
+def preemption_words(queue: Queue) -> str:
+    """What a queue's requests may preempt, in words (Kueue's `preemption` block)."""
+    own = {
+        "Never": "never their own tenant's work",
+        "LowerPriority": "their tenant's lower-priority work",
+        "LowerOrNewerEqualPriority": "their tenant's lower-priority work, and newer work of equal priority",
+    }[queue.within_tenant]
+    reclaim = {
+        "Never": "never relatives' work",
+        "LowerPriority": "lower-priority work of relatives beyond their quota",
+        "LowerOrNewerEqualPriority": "lower or newer equal-priority work of relatives beyond their quota",
+        "Any": "any work of relatives beyond their quota",
+    }[queue.reclaim_within_cohort]
+    if queue.borrow_within_cohort == "LowerPriority":
+        limit = (
+            f" at priority {queue.max_priority_threshold} or below"
+            if queue.max_priority_threshold is not None
+            else ""
+        )
+        borrowing = f"; while borrowing, relatives' lower-priority work{limit}"
+    else:
+        borrowing = "; relatives only when the request then stays within its quota or its department's"
+    borrow = "takes" if queue.when_can_borrow == "MayStopSearch" else "passes over"
+    preempt = "takes" if queue.when_can_preempt == "MayStopSearch" else "passes over"
+    flavors = (
+        f"; among its flavors it {borrow} the first it must borrow on"
+        f" and {preempt} the first it must preempt on"
+    )
+    return f"{own}; {reclaim}{borrowing}{flavors}."

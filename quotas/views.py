@@ -15,8 +15,9 @@ from gpuplatform.errors import DomainError
 from gpuplatform.ui.auth import current_user
 from quotas import selectors
 from quotas.forms import RequestCapacityForm
-from quotas.models import Budget, CapacityRequest, Flavor, Quota
+from quotas.models import Budget, CapacityRequest, Flavor, Queue, Quota
 from quotas.models.requests import ApprovalState, RequestState
+from quotas.selectors import preemption_words, with_flavor_chains
 from quotas.services import requests as request_services
 from tenants import scoping
 from tenants.models import Tenant
@@ -49,7 +50,15 @@ def queue(request: HttpRequest) -> HttpResponse:
     recent = visible.exclude(state=RequestState.PENDING).order_by("-updated_at")[:20]
     # Shown, empty or not, to whoever may decide something; not to members, who never can.
     can_approve = Tenant.objects.manageable_by(user).exists()
-    context = {"pending": pending, "inbox": inbox_rows, "recent": recent, "can_approve": can_approve}
+    pending_rows = with_flavor_chains(list(pending))
+    queues = Queue.objects.visible_to(user).select_related("tenant")
+    context = {
+        "pending": pending_rows,
+        "inbox": inbox_rows,
+        "recent": recent,
+        "can_approve": can_approve,
+        "queue_policies": [{"queue": q, "words": preemption_words(q)} for q in queues],
+    }
     return render(request, "quotas/queue.html", context)
 
 
@@ -126,4 +135,6 @@ def request_detail(request: HttpRequest, request_id: str) -> HttpResponse:
         pk=request_id,
     )
     timeline = found.transitions.select_related("actor").order_by("at", "id")
-    return render(request, "quotas/request_detail.html", {"r": found, "timeline": timeline})
+    with_flavor_chains([found])
+    context = {"r": found, "timeline": timeline, "policy": preemption_words(found.queue)}
+    return render(request, "quotas/request_detail.html", context)

@@ -6,14 +6,18 @@ priorities change. Semantics and a worked example: docs/admission.md.
 """
 
 from .advance import advance, release
-from .decision import INADMISSIBLE, Decision, Loan, Outcome, Reason, Victim, Warning
+from .decision import INADMISSIBLE, Decision, FlavorAttempt, Loan, Outcome, Reason, Victim, Warning
 from .engine import UnknownRequestError, decide
 from .model import (
     ActiveAllocation,
     AdmissionPolicy,
+    BorrowWithinCohort,
+    BorrowWithinCohortPolicy,
     BudgetSpec,
+    FlavorFungibility,
     FlavorResource,
     FlavorSpec,
+    FungibilityPolicy,
     PendingRequest,
     PreemptionPolicy,
     PriorityClassSpec,
@@ -29,10 +33,15 @@ __all__ = [
     "INADMISSIBLE",
     "ActiveAllocation",
     "AdmissionPolicy",
+    "BorrowWithinCohort",
+    "BorrowWithinCohortPolicy",
     "BudgetSpec",
     "Decision",
+    "FlavorAttempt",
+    "FlavorFungibility",
     "FlavorResource",
     "FlavorSpec",
+    "FungibilityPolicy",
     "Loan",
     "Outcome",
     "PendingRequest",

@@ -19,13 +19,14 @@ def fits(
 
 def apply(ix: Index, ledger: Ledger, req: PendingRequest, decision: Decision) -> None:
     """Charge an admitted decision (and evict its victims) on the working ledger."""
+    f = decision.flavor  # the flavor it was admitted on: its first, or one it falls back to
     for victim in decision.victims:
         release(ix, ledger, ix.allocations[victim.request_id])
     for r, a in req.amounts.items():
         if a:
-            add_usage(ix.tree, ledger, req.tenant, req.flavor, r, a)
-            ledger.free[(req.flavor, r)] = ledger.free_of((req.flavor, r)) - a
-    for key in ix.budget_keys(req.tenant, req.flavor):
+            add_usage(ix.tree, ledger, req.tenant, f, r, a)
+            ledger.free[(f, r)] = ledger.free_of((f, r)) - a
+    for key in ix.budget_keys(req.tenant, f):
         ledger.committed[key] = ledger.committed_of(key) + decision.expected_ge_hours
 
 

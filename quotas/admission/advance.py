@@ -38,14 +38,15 @@ def advance(*, snapshot: Snapshot, decisions: Iterable[Decision]) -> Snapshot:
         alloc = ActiveAllocation(
             request_id=req.id,
             tenant=req.tenant,
-            flavor=req.flavor,
+            flavor=d.flavor,
             amounts=dict(req.amounts),
             priority_class=req.priority_class,
             admitted_order=order,
             ends_at=None if req.duration is None else snapshot.now + req.duration,
+            created_order=req.created_order,
         )
         active.append(alloc)
-        per_resource = free.setdefault(req.flavor, {})
+        per_resource = free.setdefault(d.flavor, {})
         for r, a in req.amounts.items():
             per_resource[r] = per_resource.get(r, 0) - a
     pending = tuple(p for p in snapshot.pending if p.id not in admitted)

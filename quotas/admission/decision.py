@@ -56,6 +56,16 @@ class Victim:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FlavorAttempt:
+    """What one of a request's flavors would give it, in the order the request names them."""
+
+    flavor: str
+    outcome: str  # an Outcome value, or "exceeds" when the flavor could never hold the request
+    reason: Reason | None
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Warning:
     code: str  # "soft_budget_exceeded"
     message: str
@@ -78,6 +88,9 @@ class Decision:
     warnings: tuple[Warning, ...] = ()
     queue_position: int | None = None  # 1 = head of its queue; None when inadmissible
     cohort_position: int | None = None  # among the pending requests of its whole tenant tree
+    # Set only for requests naming several flavors: each flavor's answer, `flavor` being the one taken
+    # (or, while waiting, the one whose reason is given).
+    flavor_attempts: tuple[FlavorAttempt, ...] = ()
 
     @property
     def admitted(self) -> bool:

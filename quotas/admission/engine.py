@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 
 from .accounting import fits
-from .decision import Decision, Loan, Outcome, Reason, Victim, Warning
-from .model import PendingRequest, QueueingStrategy
+from .decision import Decision, FlavorAttempt, Loan, Outcome, Reason, Victim, Warning
+from .model import FungibilityPolicy, PendingRequest, QueueingStrategy
 from .preemption import find_victims
 from .quota import Ledger, available
 from .snapshot import Index, Snapshot
@@ -30,20 +31,99 @@ def decide(*, snapshot: Snapshot, request_id: str) -> Decision:
 
 def evaluate(ix: Index, ledger: Ledger, req: PendingRequest, *, check_queue_head: bool) -> Decision:
     """The checks, cheapest and least curable first; never writes to `ledger`."""
-    t, f = req.tenant, req.flavor
-    ge = ix.request_ge[req.id]
-    expected = ge * ix.expected_hours(req)
-
-    def wait(reason: Reason, message: str, warnings: tuple[Warning, ...] = ()) -> Decision:
-        return _decision(ix, req, ge, expected, Outcome.WAIT, reason, message, warnings=warnings)
-
     structural = ix.inadmissible.get(req.id)
-    if structural is not None:
-        return wait(structural, _structural_message(ix, req, structural))
-    if check_queue_head and ix.queues[req.queue].strategy is QueueingStrategy.STRICT_FIFO:
+    if structural is not None or (
+        check_queue_head and ix.queues[req.queue].strategy is QueueingStrategy.STRICT_FIFO
+    ):
+        ge = ix.request_ge[req.id]
+        expected = ge * ix.expected_hours(req)
+        if structural is not None:
+            return _decision(
+                ix,
+                req,
+                req.flavor,
+                ge,
+                expected,
+                Outcome.WAIT,
+                structural,
+                _structural_message(ix, req, structural),
+            )
         head = ix.queue_head[req.queue]
         if head != req.id:
-            return wait(Reason.BLOCKED_BY_QUEUE_HEAD, f"StrictFIFO queue {req.queue!r} waits for {head!r}")
+            message = f"StrictFIFO queue {req.queue!r} waits for {head!r}"
+            return _decision(
+                ix, req, req.flavor, ge, expected, Outcome.WAIT, Reason.BLOCKED_BY_QUEUE_HEAD, message
+            )
+    if not req.fallback_flavors:
+        return on_flavor(ix, ledger, req, req.flavor)[0]
+    return _choose_flavor(ix, ledger, req)
+
+
+# Kueue's flavor assignment modes, worst to best (flavorassigner's preemptionMode).
+NO_FIT, NO_CANDIDATES, PREEMPT, RECLAIM, FIT = range(5)
+
+
+def _choose_flavor(ix: Index, ledger: Ledger, req: PendingRequest) -> Decision:
+    """Kueue's flavor fungibility: try the request's flavors in order, stop at the first one the
+    queue's policy accepts, else take the best seen (fit over reclaim over preempt, then not
+    borrowing over borrowing)."""
+    fungibility = ix.queues[req.queue].fungibility
+    viable = set(ix.viable_flavors[req.id])
+    attempts: list[FlavorAttempt] = []
+    best: tuple[Decision, int, int] | None = None
+    for f in req.flavor_choices:
+        if f not in viable:
+            message = f"{f!r} could never hold this request"
+            attempts.append(
+                FlavorAttempt(
+                    flavor=f, outcome="exceeds", reason=Reason.EXCEEDS_MAX_POSSIBLE, message=message
+                )
+            )
+            continue
+        option = on_flavor(ix, ledger, req, f)
+        decision, mode, borrows = option
+        attempts.append(
+            FlavorAttempt(
+                flavor=f, outcome=str(decision.outcome), reason=decision.reason, message=decision.message
+            )
+        )
+        stop = mode not in (NO_FIT, NO_CANDIDATES)
+        if mode in (PREEMPT, RECLAIM) and fungibility.when_can_preempt is FungibilityPolicy.TRY_NEXT_FLAVOR:
+            stop = False
+        if borrows and fungibility.when_can_borrow is FungibilityPolicy.TRY_NEXT_FLAVOR:
+            stop = False
+        if stop:
+            best = option
+            break
+        if best is None or _preferred(option, best):
+            best = option
+    for f in req.flavor_choices[len(attempts) :]:
+        attempts.append(FlavorAttempt(flavor=f, outcome="not_tried", reason=None, message="not needed"))
+    assert best is not None  # viable is never empty here: an all-exceeding request is inadmissible
+    decision = best[0]
+    message = decision.message
+    if not decision.admitted:
+        message = "no flavor can take it now: " + "; ".join(
+            f"{a.flavor}: {a.message}" for a in attempts if a.outcome != "not_tried"
+        )
+    return dataclasses.replace(decision, message=message, flavor_attempts=tuple(attempts))
+
+
+def _preferred(a: tuple[Decision, int, int], b: tuple[Decision, int, int]) -> bool:
+    """Kueue's isPreferred under BorrowingOverPreemption: a strictly better than b."""
+    if a[1] != b[1]:
+        return a[1] > b[1]
+    return a[2] < b[2]
+
+
+def on_flavor(ix: Index, ledger: Ledger, req: PendingRequest, f: str) -> tuple[Decision, int, int]:
+    """The request decided on one of its flavors: (decision, Kueue's mode, 1 if it borrows)."""
+    t = req.tenant
+    ge = ix.ge_on(req, f)
+    expected = ge * ix.expected_hours(req)
+
+    def wait(reason: Reason, message: str, mode: int) -> tuple[Decision, int, int]:
+        return _decision(ix, req, f, ge, expected, Outcome.WAIT, reason, message), mode, 0
 
     warnings: list[Warning] = []
     for key in ix.budget_keys(t, f):
@@ -57,26 +137,33 @@ def evaluate(ix: Index, ledger: Ledger, req: PendingRequest, *, check_queue_head
                 + (f", which covers {t!r})" if key[0] != t else ")")
             )
             if budget.hard:
-                return wait(Reason.OVER_BUDGET, text)
+                return wait(Reason.OVER_BUDGET, text, NO_FIT)
             warnings.append(Warning(code="soft_budget_exceeded", message=text))
 
     places = [(r, a) for r, a in sorted(req.amounts.items()) if a > 0]
     quota_ok, physical_ok = fits(ix, ledger, t, f, places)
     if quota_ok and physical_ok:
-        loans = _loans(ix, ledger, req, places)
+        loans = _loans(ix, ledger, req, f, places)
         outcome = Outcome.BORROW if loans else Outcome.ADMIT
-        message = _admit_message(ix, req, loans)
-        return _decision(ix, req, ge, expected, outcome, None, message, loans=loans, warnings=tuple(warnings))
+        message = _admit_message(req, f, loans)
+        decision = _decision(
+            ix, req, f, ge, expected, outcome, None, message, loans=loans, warnings=tuple(warnings)
+        )
+        return decision, FIT, int(bool(loans))
 
-    plan = find_victims(ix, ledger, req, places)
+    plan = find_victims(ix, ledger, req, places, flavor=f)
     if plan is not None:
         victims, trial = plan
-        loans = _loans(ix, trial, req, places)
+        loans = _loans(ix, trial, req, f, places)
         # Victims may belong to other tenants: count them, never name them.
-        message = f"admitted by preempting {len(victims)} request(s) of lower priority or beyond their quota"
-        return _decision(
+        message = (
+            f"admitted on {f!r} by preempting {len(victims)} request(s) of lower priority "
+            "or beyond their quota"
+        )
+        decision = _decision(
             ix,
             req,
+            f,
             ge,
             expected,
             Outcome.PREEMPT,
@@ -86,21 +173,29 @@ def evaluate(ix: Index, ledger: Ledger, req: PendingRequest, *, check_queue_head
             victims=victims,
             warnings=tuple(warnings),
         )
+        mode = RECLAIM if all(v.cause != "priority" for v in victims) else PREEMPT
+        return decision, mode, int(bool(loans))
     if not quota_ok:
-        short = _shortfall(ix, ledger, req, places)
-        return wait(Reason.WAITING_FOR_QUOTA, f"not enough quota for {t!r} in {f!r}: {short}")
+        short = _shortfall(ix, ledger, req, f, places)
+        return wait(Reason.WAITING_FOR_QUOTA, f"not enough quota for {t!r} in {f!r}: {short}", NO_CANDIDATES)
     free = ", ".join(f"{r} {ledger.free_of((f, r))} free of {a} asked" for r, a in places)
-    return wait(Reason.NO_PHYSICAL_FIT, f"quota allows it but {f!r} has too little free capacity: {free}")
+    return wait(
+        Reason.NO_PHYSICAL_FIT,
+        f"quota allows it but {f!r} has too little free capacity: {free}",
+        NO_CANDIDATES,
+    )
 
 
-def _loans(ix: Index, ledger: Ledger, req: PendingRequest, places: list[tuple[str, int]]) -> tuple[Loan, ...]:
+def _loans(
+    ix: Index, ledger: Ledger, req: PendingRequest, f: str, places: list[tuple[str, int]]
+) -> tuple[Loan, ...]:
     """Attribute what the request borrows to lenders, walking up the tree.
 
     Quota in a cohort is pooled, so attribution is a convention, not a constraint: at each ancestor,
     what is taken there is credited to the siblings with the most unused lendable quota first (then
     by id), and what they cannot cover to the ancestor's own shared nominal.
     """
-    tree, f = ix.tree, req.flavor
+    tree = ix.tree
     loans: list[Loan] = []
     for r, a in places:
         k = (req.tenant, f, r)
@@ -148,6 +243,7 @@ def _unused_lendable(ix: Index, ledger: Ledger, tenant: str, flavor: str, resour
 def _decision(
     ix: Index,
     req: PendingRequest,
+    flavor: str,
     ge: Fraction,
     expected: Fraction,
     outcome: Outcome,
@@ -162,7 +258,7 @@ def _decision(
         request_id=req.id,
         tenant=req.tenant,
         queue=req.queue,
-        flavor=req.flavor,
+        flavor=flavor,
         outcome=outcome,
         reason=reason,
         message=message,
@@ -185,14 +281,14 @@ def blocked(ix: Index, req: PendingRequest, head: str) -> Decision:
         return evaluate(ix, ix.base, req, check_queue_head=False)
     message = f"StrictFIFO queue {req.queue!r} waits for {head!r}"
     expected = ge * ix.expected_hours(req)
-    return _decision(ix, req, ge, expected, Outcome.WAIT, Reason.BLOCKED_BY_QUEUE_HEAD, message)
+    return _decision(ix, req, req.flavor, ge, expected, Outcome.WAIT, Reason.BLOCKED_BY_QUEUE_HEAD, message)
 
 
-def _admit_message(ix: Index, req: PendingRequest, loans: tuple[Loan, ...]) -> str:
+def _admit_message(req: PendingRequest, f: str, loans: tuple[Loan, ...]) -> str:
     if not loans:
-        return f"admitted within the quota of {req.tenant!r} in {req.flavor!r}"
+        return f"admitted within the quota of {req.tenant!r} in {f!r}"
     parts = ", ".join(f"{loan.amount} {loan.resource} from {loan.lender!r}" for loan in loans)
-    return f"admitted by borrowing {parts}"
+    return f"admitted on {f!r} by borrowing {parts}"
 
 
 def _structural_message(ix: Index, req: PendingRequest, reason: Reason) -> str:
@@ -201,22 +297,24 @@ def _structural_message(ix: Index, req: PendingRequest, reason: Reason) -> str:
     if reason is Reason.PRIORITY_CLASS_NOT_ALLOWED:
         return f"tenant {req.tenant!r} may not use priority class {req.priority_class!r}"
     limits = []
-    for r, a in sorted(req.amounts.items()):
-        if not a:
-            continue
-        if not ix.tree.has_quota(req.tenant, req.flavor, r):
-            limits.append(f"{r}: no quota in {req.flavor!r}")
-        else:
-            most = ix.tree.potential(req.tenant, req.flavor, r)
-            if a > most:
-                limits.append(f"{r}: asked {a}, at most {most} could ever be granted")
+    for f in req.flavor_choices:
+        for r, a in sorted(req.amounts.items()):
+            if not a:
+                continue
+            where = f" in {f!r}" if req.fallback_flavors else ""
+            if not ix.tree.has_quota(req.tenant, f, r):
+                limits.append(f"{r}: no quota in {f!r}")
+            else:
+                most = ix.tree.potential(req.tenant, f, r)
+                if a > most:
+                    limits.append(f"{r}: asked {a}, at most {most} could ever be granted{where}")
     return "exceeds what any quota could hold: " + "; ".join(limits)
 
 
-def _shortfall(ix: Index, ledger: Ledger, req: PendingRequest, places: list[tuple[str, int]]) -> str:
+def _shortfall(ix: Index, ledger: Ledger, req: PendingRequest, f: str, places: list[tuple[str, int]]) -> str:
     parts = []
     for r, a in places:
-        avail = available(ix.tree, ledger, req.tenant, req.flavor, r)
+        avail = available(ix.tree, ledger, req.tenant, f, r)
         if a > avail:
             parts.append(f"{r} asked {a}, {max(0, avail)} available")
     return ", ".join(parts)

@@ -27,7 +27,24 @@ class PreemptionPolicy(enum.StrEnum):
 
     NEVER = "Never"
     LOWER_PRIORITY = "LowerPriority"
+    # Lower priority, or equal priority and created later than the preemptor: starvation protection
+    # among equal-priority work (the older request wins).
+    LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority"
     ANY = "Any"
+
+
+class BorrowWithinCohortPolicy(enum.StrEnum):
+    """Kueue's `borrowWithinCohort.policy`: may a request preempt relatives while it borrows?"""
+
+    NEVER = "Never"
+    LOWER_PRIORITY = "LowerPriority"
+
+
+class FungibilityPolicy(enum.StrEnum):
+    """Kueue's `flavorFungibility` choices (v1beta2 names)."""
+
+    MAY_STOP_SEARCH = "MayStopSearch"  # take this flavor (Kueue v1beta1: Borrow / Preempt)
+    TRY_NEXT_FLAVOR = "TryNextFlavor"  # look at the next flavor first, come back if none is better
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,13 +104,33 @@ class PriorityClassSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FlavorFungibility:
+    """How a request naming several flavors picks one (Kueue's ClusterQueue `flavorFungibility`).
+
+    when_can_borrow MAY_STOP_SEARCH: a flavor that fits by borrowing is taken; TRY_NEXT_FLAVOR: a
+    later flavor that fits without borrowing is preferred. when_can_preempt MAY_STOP_SEARCH: a flavor
+    that fits by preempting is taken; TRY_NEXT_FLAVOR (Kueue's default): a later flavor that fits
+    without preemption is preferred, and the preempting one is used only if none does.
+    """
+
+    when_can_borrow: FungibilityPolicy = FungibilityPolicy.MAY_STOP_SEARCH
+    when_can_preempt: FungibilityPolicy = FungibilityPolicy.TRY_NEXT_FLAVOR
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class QueueSpec:
-    """A tenant's queue: its strategy orders its own requests, its weight scales fair sharing."""
+    """A tenant's queue: its strategy orders its own requests, its weight scales fair sharing.
+
+    preemption: the queue's own preemption policy (Kueue's per-ClusterQueue `preemption` block);
+    None uses the snapshot's fleet-wide policy. fungibility: how its requests pick among flavors.
+    """
 
     id: str
     tenant: str
     strategy: QueueingStrategy = QueueingStrategy.BEST_EFFORT_FIFO
     weight: Fraction = Fraction(1)  # 0 means "always last when borrowing", as in Kueue
+    preemption: AdmissionPolicy | None = None
+    fungibility: FlavorFungibility = FlavorFungibility()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,6 +158,13 @@ class PendingRequest:
     duration: timedelta | None = None  # None: open-ended
     requires_approval: bool = False
     approved: bool = False
+    # Flavors to fall back to, in order, after `flavor` ("H100, else A100"); they count the same
+    # resources. The queue's fungibility says when a later one is preferred.
+    fallback_flavors: tuple[str, ...] = ()
+
+    @property
+    def flavor_choices(self) -> tuple[str, ...]:
+        return (self.flavor, *self.fallback_flavors)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,17 +178,29 @@ class ActiveAllocation:
     priority_class: str
     admitted_order: int  # higher is more recent; the first preempted among equal priorities
     ends_at: datetime | None = None  # None: open-ended, counts to the end of the month for budgets
+    # The request's creation order, for LowerOrNewerEqualPriority; None falls back to admitted_order.
+    created_order: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BorrowWithinCohort:
+    """Kueue's `borrowWithinCohort`: with LOWER_PRIORITY a request that will borrow may still preempt
+    relatives' lower-priority requests, those at or below `max_priority_threshold` when it is set."""
+
+    policy: BorrowWithinCohortPolicy = BorrowWithinCohortPolicy.NEVER
+    max_priority_threshold: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AdmissionPolicy:
-    """Preemption knobs, Kueue's ClusterQueue `preemption` block for the whole fleet.
+    """Preemption knobs, Kueue's ClusterQueue `preemption` block (fleet-wide, or one queue's own).
 
-    within_tenant: a request may preempt its own tenant's lower-priority requests (Kueue's
-    withinClusterQueue; NEVER or LOWER_PRIORITY). reclaim_within_cohort: a request that fits in its
-    tenant's subtree quota may preempt relatives that are borrowing (Kueue's reclaimWithinCohort).
-    There is no borrowWithinCohort: preempting to gain borrowing is never allowed.
+    within_tenant: which of its own tenant's requests a request may preempt (Kueue's
+    withinClusterQueue: NEVER, LOWER_PRIORITY or LOWER_OR_NEWER_EQUAL_PRIORITY).
+    reclaim_within_cohort: which requests of borrowing relatives it may preempt (Kueue's
+    reclaimWithinCohort). borrow_within_cohort: whether it may do so while it borrows itself.
     """
 
     within_tenant: PreemptionPolicy = PreemptionPolicy.LOWER_PRIORITY
     reclaim_within_cohort: PreemptionPolicy = PreemptionPolicy.ANY
+    borrow_within_cohort: BorrowWithinCohort = BorrowWithinCohort()

@@ -74,8 +74,7 @@ class Index:
     def __init__(self, snap: Snapshot) -> None:
         if snap.now.tzinfo is None or snap.month_end.tzinfo is None:
             raise SnapshotError("now and month_end must be timezone-aware")
-        if snap.policy.within_tenant is PreemptionPolicy.ANY:
-            raise SnapshotError("within_tenant preemption is NEVER or LOWER_PRIORITY")
+        _check_policy(snap.policy, "the fleet")
         self.policy = snap.policy
         self.now = snap.now
         self.month_end = snap.month_end
@@ -97,6 +96,8 @@ class Index:
             self._known(queue.tenant, self.tenants, "tenant")
             if queue.weight < 0:
                 raise SnapshotError(f"queue {queue.id!r} has a negative weight")
+            if queue.preemption is not None:
+                _check_policy(queue.preemption, f"queue {queue.id!r}")
         self.budgets: dict[tuple[str, str], BudgetSpec] = {}
         self._budget_keys: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for b in snap.budgets:
@@ -153,6 +154,8 @@ class Index:
     def _index_pending(self, pending: tuple[PendingRequest, ...]) -> None:
         self.pending: dict[str, PendingRequest] = {}
         self.request_ge: dict[str, Fraction] = {}
+        self._ge_on: dict[tuple[str, str], Fraction] = {}
+        self.viable_flavors: dict[str, tuple[str, ...]] = {}  # flavors that could ever hold it
         self.inadmissible: dict[str, Reason] = {}
         for req in pending:
             if req.id in self.pending or req.id in self.allocations:
@@ -162,8 +165,12 @@ class Index:
             if queue.tenant != req.tenant:
                 raise SnapshotError(f"request {req.id!r} is in queue {req.queue!r} of another tenant")
             self._known(req.priority_class, self.classes, "priority class")
+            if len(set(req.flavor_choices)) != len(req.flavor_choices):
+                raise SnapshotError(f"request {req.id!r} names a flavor twice")
             self.pending[req.id] = req
             self.request_ge[req.id] = self.ge_of(req.flavor, req.amounts)
+            for alternative in req.fallback_flavors:
+                self.ge_of(alternative, req.amounts)  # validates: the same resources on every flavor
             reason = self._structural_reason(req)
             if reason is not None:
                 self.inadmissible[req.id] = reason
@@ -191,18 +198,41 @@ class Index:
 
     def _structural_reason(self, req: PendingRequest) -> Reason | None:
         """Reasons no change in usage can cure: checked once, at build."""
+        viable = tuple(f for f in req.flavor_choices if not self.exceeds(req, f))
+        self.viable_flavors[req.id] = viable
         if req.requires_approval and not req.approved:
             return Reason.AWAITING_APPROVAL
         allowed = self.tenants[req.tenant].allowed_priority_classes
         if allowed is not None and req.priority_class not in allowed:
             return Reason.PRIORITY_CLASS_NOT_ALLOWED
-        for r, a in req.amounts.items():
-            if a and (
-                not self.tree.has_quota(req.tenant, req.flavor, r)
-                or a > self.tree.potential(req.tenant, req.flavor, r)
-            ):
-                return Reason.EXCEEDS_MAX_POSSIBLE
+        if not viable:
+            return Reason.EXCEEDS_MAX_POSSIBLE
         return None
+
+    def exceeds(self, req: PendingRequest, flavor: str) -> bool:
+        """The request could never fit on this flavor: no quota row, or more than its potential."""
+        return any(
+            a
+            and (
+                not self.tree.has_quota(req.tenant, flavor, r)
+                or a > self.tree.potential(req.tenant, flavor, r)
+            )
+            for r, a in req.amounts.items()
+        )
+
+    def policy_of(self, queue: str) -> AdmissionPolicy:
+        """The preemption policy a request of this queue decides by: the queue's own, else the fleet's."""
+        return self.queues[queue].preemption or self.policy
+
+    def ge_on(self, req: PendingRequest, flavor: str) -> Fraction:
+        """The request's GE on one of its flavors (cached; the first flavor's is `request_ge`)."""
+        if flavor == req.flavor:
+            return self.request_ge[req.id]
+        key = (req.id, flavor)
+        ge = self._ge_on.get(key)
+        if ge is None:
+            ge = self._ge_on[key] = self.ge_of(flavor, req.amounts)
+        return ge
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -256,6 +286,13 @@ class Index:
             return table[name]
         except KeyError:
             raise SnapshotError(f"unknown {what} {name!r}") from None
+
+
+def _check_policy(policy: AdmissionPolicy, whose: str) -> None:
+    if policy.within_tenant is PreemptionPolicy.ANY:
+        raise SnapshotError(
+            f"{whose}: within_tenant preemption is Never, LowerPriority or LowerOrNewerEqualPriority"
+        )
 
 
 def _unique(table: dict[str, T], items: tuple[T, ...], what: str) -> dict[str, T]:

@@ -156,9 +156,26 @@ class BudgetSerializer(ScopedRelations, StrictModelSerializer):
 
 
 class QueueSerializer(ScopedRelations, StrictModelSerializer):
+    """A queue, with Kueue's per-ClusterQueue `preemption` (within_tenant, reclaim_within_cohort,
+    borrow_within_cohort with max_priority_threshold) and `flavorFungibility` (when_can_borrow,
+    when_can_preempt) for the requests it holds."""
+
     class Meta:
         model = Queue
-        fields = ["id", "tenant", "name", "strategy", "weight", "created_at"]
+        fields = [
+            "id",
+            "tenant",
+            "name",
+            "strategy",
+            "weight",
+            "within_tenant",
+            "reclaim_within_cohort",
+            "borrow_within_cohort",
+            "max_priority_threshold",
+            "when_can_borrow",
+            "when_can_preempt",
+            "created_at",
+        ]
         read_only_fields = ["id", "created_at"]
 
 

@@ -48,6 +48,17 @@ class CapacityRequestSerializer(StrictModelSerializer):
     priority_class_name = serializers.CharField(source="priority_class.name", read_only=True)
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
     transitions = TransitionSerializer(many=True, read_only=True)
+    fallback_flavors = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        help_text="Ids of the flavors it falls back to, in order, after `flavor` (the one it holds once "
+        "admitted).",
+    )
+    flavor_attempts = serializers.ListField(
+        child=serializers.DictField(),
+        read_only=True,
+        help_text="What each named flavor answered at the last decision: flavor, outcome, reason, message.",
+    )
 
     class Meta:
         model = CapacityRequest
@@ -62,6 +73,8 @@ class CapacityRequestSerializer(StrictModelSerializer):
             "priority_class",
             "priority_class_name",
             "amounts",
+            "fallback_flavors",
+            "flavor_attempts",
             "ge",
             "duration_seconds",
             "reason",
@@ -100,11 +113,16 @@ class CapacityRequestSerializer(StrictModelSerializer):
 
 class SubmitSerializer(StrictSerializer):
     """A request names its tenant (id or slug), flavor and priority class (id or name); the queue is
-    optional (the tenant's first queue). ``amount`` for one-resource flavors, ``amounts`` per resource."""
+    optional (the tenant's first queue). ``amount`` for one-resource flavors, ``amounts`` per resource.
+    ``flavors`` instead of ``flavor``: an ordered list to fall back along ("h100, else a100"), chosen
+    as the queue's whenCanBorrow / whenCanPreempt say."""
 
     tenant = serializers.CharField(max_length=63, required=False)
     queue = serializers.CharField(max_length=63, required=False)
-    flavor = serializers.CharField(max_length=63)
+    flavor = serializers.CharField(max_length=63, required=False)
+    flavors = serializers.ListField(
+        child=serializers.CharField(max_length=63), required=False, allow_empty=True, max_length=64
+    )
     priority_class = serializers.CharField(max_length=63, required=False)
     amount = serializers.IntegerField(min_value=1, max_value=10**9, required=False)
     amounts = serializers.DictField(

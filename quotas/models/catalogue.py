@@ -162,8 +162,35 @@ class QueueingStrategy(models.TextChoices):
     BEST_EFFORT_FIFO = "BestEffortFIFO", "BestEffortFIFO"
 
 
+class WithinTenantPreemption(models.TextChoices):
+    """Kueue's withinClusterQueue values (Any is not one of them)."""
+
+    NEVER = "Never", "Never"
+    LOWER_PRIORITY = "LowerPriority", "LowerPriority"
+    LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority", "LowerOrNewerEqualPriority"
+
+
+class ReclaimWithinCohort(models.TextChoices):
+    NEVER = "Never", "Never"
+    LOWER_PRIORITY = "LowerPriority", "LowerPriority"
+    LOWER_OR_NEWER_EQUAL_PRIORITY = "LowerOrNewerEqualPriority", "LowerOrNewerEqualPriority"
+    ANY = "Any", "Any"
+
+
+class BorrowWithinCohort(models.TextChoices):
+    NEVER = "Never", "Never"
+    LOWER_PRIORITY = "LowerPriority", "LowerPriority"
+
+
+class Fungibility(models.TextChoices):
+    MAY_STOP_SEARCH = "MayStopSearch", "MayStopSearch"
+    TRY_NEXT_FLAVOR = "TryNextFlavor", "TryNextFlavor"
+
+
 class Queue(models.Model):
-    """A tenant's queue: its strategy orders its requests, its weight scales fair sharing."""
+    """A tenant's queue: its strategy orders its requests, its weight scales fair sharing, and its
+    preemption and flavor-fungibility settings are Kueue's ClusterQueue `preemption` and
+    `flavorFungibility` blocks for the requests it holds (docs/admission.md)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey("tenants.Tenant", on_delete=models.PROTECT, related_name="queues")
@@ -172,6 +199,24 @@ class Queue(models.Model):
         max_length=16, choices=QueueingStrategy.choices, default=QueueingStrategy.BEST_EFFORT_FIFO
     )
     weight = models.DecimalField(max_digits=8, decimal_places=3, default=1, validators=[MinValueValidator(0)])
+    within_tenant = models.CharField(
+        max_length=32, choices=WithinTenantPreemption.choices, default=WithinTenantPreemption.LOWER_PRIORITY
+    )
+    reclaim_within_cohort = models.CharField(
+        max_length=32, choices=ReclaimWithinCohort.choices, default=ReclaimWithinCohort.ANY
+    )
+    borrow_within_cohort = models.CharField(
+        max_length=16, choices=BorrowWithinCohort.choices, default=BorrowWithinCohort.NEVER
+    )
+    # Only with borrow_within_cohort LowerPriority: relatives above this priority are not preempted
+    # while the request borrows.
+    max_priority_threshold = models.IntegerField(null=True, blank=True)
+    when_can_borrow = models.CharField(
+        max_length=16, choices=Fungibility.choices, default=Fungibility.MAY_STOP_SEARCH
+    )
+    when_can_preempt = models.CharField(
+        max_length=16, choices=Fungibility.choices, default=Fungibility.TRY_NEXT_FLAVOR
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = TenantOwnedQuerySet["Queue"].as_manager()
@@ -183,7 +228,13 @@ class Queue(models.Model):
                 fields=["tenant", "name"],
                 name="queue_name_per_tenant",
                 violation_error_code="queue_name_taken",
-            )
+            ),
+            models.CheckConstraint(
+                condition=models.Q(max_priority_threshold__isnull=True)
+                | models.Q(borrow_within_cohort="LowerPriority"),
+                name="queue_threshold_needs_borrow_within_cohort",
+                violation_error_code="max_priority_threshold_without_borrowing",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -55,6 +55,10 @@ class CapacityRequest(models.Model):
     flavor = models.ForeignKey(Flavor, on_delete=models.PROTECT, related_name="requests")
     priority_class = models.ForeignKey(PriorityClass, on_delete=models.PROTECT, related_name="requests")
     amounts = models.JSONField()
+    # Flavors to fall back to, in order, after `flavor` (ids as strings). Once admitted, `flavor` is
+    # the one it was admitted on; `flavor_attempts` says what each named flavor answered last time.
+    fallback_flavors = models.JSONField(default=list, blank=True)
+    flavor_attempts = models.JSONField(default=list, blank=True)
     ge = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     duration_seconds = models.PositiveIntegerField(null=True, blank=True)  # NULL: until released
     reason = models.CharField(max_length=500, blank=True)  # the requester's own words

@@ -34,6 +34,41 @@ class Catalogue:
     budget_rows: tuple[Budget, ...]
 
 
+POLICY_FIELDS = (
+    "within_tenant",
+    "reclaim_within_cohort",
+    "borrow_within_cohort",
+    "max_priority_threshold",
+    "when_can_borrow",
+    "when_can_preempt",
+)
+
+
+def queue_policy(
+    within_tenant: str,
+    reclaim_within_cohort: str,
+    borrow_within_cohort: str,
+    max_priority_threshold: int | None,
+    when_can_borrow: str,
+    when_can_preempt: str,
+) -> tuple[engine.AdmissionPolicy, engine.FlavorFungibility]:
+    """A queue row's preemption and fungibility settings as the engine's records."""
+    return (
+        engine.AdmissionPolicy(
+            within_tenant=engine.PreemptionPolicy(within_tenant),
+            reclaim_within_cohort=engine.PreemptionPolicy(reclaim_within_cohort),
+            borrow_within_cohort=engine.BorrowWithinCohort(
+                policy=engine.BorrowWithinCohortPolicy(borrow_within_cohort),
+                max_priority_threshold=max_priority_threshold,
+            ),
+        ),
+        engine.FlavorFungibility(
+            when_can_borrow=engine.FungibilityPolicy(when_can_borrow),
+            when_can_preempt=engine.FungibilityPolicy(when_can_preempt),
+        ),
+    )
+
+
 def queue_name(slug: str, queue: str) -> str:
     return f"{slug}/{queue}"
 
@@ -84,17 +119,20 @@ def _read(*, root_path: str, flavors: list[Flavor]) -> Catalogue:
     )
     queue_of: dict[uuid.UUID, str] = {}
     queues = []
-    for qid, tid, qname, strategy, weight in Queue.objects.filter(tenant_id__in=slug_of).values_list(
-        "id", "tenant_id", "name", "strategy", "weight"
+    for qid, tid, qname, strategy, weight, *policy in Queue.objects.filter(tenant_id__in=slug_of).values_list(
+        "id", "tenant_id", "name", "strategy", "weight", *POLICY_FIELDS
     ):
         name = queue_name(slug_of[tid], qname)
         queue_of[qid] = name
+        preemption, fungibility = queue_policy(*policy)
         queues.append(
             engine.QueueSpec(
                 id=name,
                 tenant=slug_of[tid],
                 strategy=engine.QueueingStrategy(strategy),
                 weight=Fraction(weight),
+                preemption=preemption,
+                fungibility=fungibility,
             )
         )
     budget_rows = tuple(

@@ -36,6 +36,13 @@ def _loans(decision: engine.Decision) -> list[dict[str, Any]]:
     ]
 
 
+def _attempts(decision: engine.Decision) -> list[dict[str, Any]]:
+    return [
+        {"flavor": a.flavor, "outcome": a.outcome, "reason": str(a.reason or ""), "message": a.message}
+        for a in decision.flavor_attempts
+    ]
+
+
 def decide_cohort(
     *,
     root_path: str,
@@ -79,9 +86,9 @@ def _free_after(
     pending = snapshot.index.pending
     for rid, decision in outcome.decisions.items():
         req = pending.get(rid)
-        if decision.admitted and req is not None and req.flavor in after:
+        if decision.admitted and req is not None and decision.flavor in after:
             for resource, amount in req.amounts.items():
-                after[req.flavor][resource] = after[req.flavor].get(resource, 0) - amount
+                after[decision.flavor][resource] = after[decision.flavor].get(resource, 0) - amount
     return after
 
 
@@ -139,6 +146,18 @@ def persist(*, outcome: AdmissionRun, names: Names, now: datetime) -> list[Reque
         if decision.admitted and rid not in victims:
             order += 1
             row = full[rid]
+            changes: dict[str, Any] = {"flavor_attempts": _attempts(decision)}
+            chosen = names.flavors[decision.flavor]
+            if chosen.pk != row.flavor_id:
+                # Admitted on a flavor it falls back to: that flavor is the one it holds (the hold
+                # trigger moves the count with it), the first choice joins the fallbacks it skipped.
+                first = str(row.flavor_id)
+                changes["fallback_flavors"] = [
+                    first,
+                    *(i for i in row.fallback_flavors if i != str(chosen.pk)),
+                ]
+                changes["flavor_id"] = chosen.pk
+                changes["ge"] = request_ge(chosen, {r: int(a) for r, a in row.amounts.items()})
             moves.append(
                 Move(
                     request=row,
@@ -147,6 +166,7 @@ def persist(*, outcome: AdmissionRun, names: Names, now: datetime) -> list[Reque
                     reason_code=str(decision.outcome),
                     message=decision.message,
                     changes={
+                        **changes,
                         "admitted_at": now,
                         "admitted_order": order,
                         "expires_at": None if row.duration is None else now + row.duration,
@@ -168,6 +188,7 @@ def persist(*, outcome: AdmissionRun, names: Names, now: datetime) -> list[Reque
                     message=decision.message,
                     queue_position=decision.queue_position,
                     cohort_position=decision.cohort_position,
+                    flavor_attempts=_attempts(decision),
                 )
             elif names.explained[rid] != now_explained:  # most waits are unchanged: leave those rows
                 explained.append(
@@ -177,6 +198,7 @@ def persist(*, outcome: AdmissionRun, names: Names, now: datetime) -> list[Reque
                         message=decision.message,
                         queue_position=decision.queue_position,
                         cohort_position=decision.cohort_position,
+                        flavor_attempts=_attempts(decision),
                         updated_at=now,
                     )
                 )
@@ -186,10 +208,12 @@ def persist(*, outcome: AdmissionRun, names: Names, now: datetime) -> list[Reque
         preemptor = (
             f"request {by.request_id} of {by.tenant!r}" if same_tenant else "a request of another tenant"
         )
+        why = {
+            "reclaim": "reclaiming its nominal quota",
+            "reclaim_while_borrowing": "of higher priority borrowing within the cohort",
+        }.get(victim.cause, "of higher priority")
         message = (
-            f"Preempted by {preemptor} "
-            + ("reclaiming its nominal quota" if victim.cause == "reclaim" else "of higher priority")
-            + "; the cluster objects of this request are lowered or removed."
+            f"Preempted by {preemptor} {why}; the cluster objects of this request are lowered or removed."
         )
         moves.append(
             Move(
@@ -206,7 +230,7 @@ def persist(*, outcome: AdmissionRun, names: Names, now: datetime) -> list[Reque
         update_each(
             CapacityRequest,
             explained,
-            ["reason_code", "message", "queue_position", "cohort_position", "updated_at"],
+            ["reason_code", "message", "queue_position", "cohort_position", "flavor_attempts", "updated_at"],
         )
     return move_requests(moves=moves, now=now)
 

@@ -1,9 +1,9 @@
 """Reads the database into the pure admission engine's `Snapshot`, scoped to one cohort and flavors.
 
 Scoping matters: a full-fleet snapshot costs ~200 ms, while a decision only ever looks at the
-requesting tenant's tree (quota is lent only within a cohort) and its flavor (one flavor per request;
-physical capacity is per flavor). Engine names are slugs and flavor/class names, so the engine's
-messages read well; `Names` maps them back to rows.
+requesting tenant's tree (quota is lent only within a cohort) and its flavors (its own and those it
+falls back to; physical capacity is per flavor). Engine names are slugs and flavor/class names, so
+the engine's messages read well; `Names` maps them back to rows.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ LIVE_FIELDS = (
     "message",
     "queue_position",
     "cohort_position",
+    "fallback_flavors",
 )
 
 
@@ -141,6 +142,7 @@ class Names:
 
     explained: dict[str, Explained] = field(default_factory=dict)  # the live requests read, by id
     unsaved: dict[str, CapacityRequest] = field(default_factory=dict)  # `extra` requests, by id
+    flavors: dict[str, Flavor] = field(default_factory=dict)  # the snapshot's flavors, by name
 
 
 def request_record(
@@ -154,6 +156,7 @@ def request_record(
     created_order: int,
     duration_seconds: int | None,
     approval: str,
+    fallback: tuple[str, ...] = (),
 ) -> engine.PendingRequest:
     """A pending request as the engine sees it, from a stored row's values or an unsaved request's."""
     return engine.PendingRequest(
@@ -167,6 +170,7 @@ def request_record(
         duration=None if duration_seconds is None else timedelta(seconds=duration_seconds),
         requires_approval=approval != "not-required",
         approved=approval == "approved",
+        fallback_flavors=fallback,
     )
 
 
@@ -180,11 +184,18 @@ def build_snapshot(
 ) -> tuple[engine.Snapshot, Names]:
     """The cohort under ``root_path`` for ``flavors``, plus ``extra`` unsaved pending requests, with
     ``free`` physical capacity (see `physical_free`; the caller decides when to read it)."""
-    names = Names()
+    names = Names(flavors={f.name: f for f in flavors})
     flavor_ids = [f.pk for f in flavors]
     catalogue = catalogue_of(root_path=root_path, flavors=flavors)
     slug_of, class_name, queue_of = catalogue.slug_of, catalogue.class_name, catalogue.queue_of
     flavor_name = {f.pk: f.name for f in flavors}
+    by_text = {str(f.pk): f.name for f in flavors}
+
+    def fallback_of(ids: list[str] | None) -> tuple[str, ...]:
+        # Only the flavors this snapshot holds: the runner loads every flavor of the requests it
+        # decides (`with_fallbacks`); the others are only context here and are not decided.
+        return tuple(by_text[i] for i in ids or () if i in by_text)
+
     live = CapacityRequest.objects.filter(
         tenant_id__in=slug_of, flavor_id__in=flavor_ids, state__in=[*HOLDING, RequestState.PENDING]
     ).values_list(*LIVE_FIELDS)
@@ -207,6 +218,7 @@ def build_snapshot(
         message,
         queue_position,
         cohort_position,
+        fallback_ids,
     ) in live:
         rid = str(pk)
         names.explained[rid] = Explained(reason_code, message, queue_position, cohort_position)
@@ -223,6 +235,7 @@ def build_snapshot(
                     created_order=created_order,
                     duration_seconds=duration_seconds,
                     approval=approval,
+                    fallback=fallback_of(fallback_ids),
                 )
             )
         else:
@@ -235,6 +248,7 @@ def build_snapshot(
                     priority_class=class_name[class_id],
                     admitted_order=admitted_order or 0,
                     ends_at=expires_at,
+                    created_order=created_order,
                 )
             )
     for req in extra:
@@ -252,6 +266,7 @@ def build_snapshot(
                 created_order=req.created_order,
                 duration_seconds=req.duration_seconds,
                 approval=req.approval,
+                fallback=fallback_of(req.fallback_flavors),
             )
         )
     month_start, month_end = month_bounds(now)
@@ -312,6 +327,20 @@ def _budgets(
             )
         )
     return tuple(result)
+
+
+def with_fallbacks(*, root_path: str, flavors: list[Flavor]) -> list[Flavor]:
+    """These flavors and every flavor the cohort's pending requests on them may fall back to, sorted
+    by id (one read of the pending requests; a second only when there are fallbacks to load)."""
+    known = {f.pk for f in flavors}
+    wanted = set(known)
+    rows = CapacityRequest.objects.filter(
+        tenant__path__startswith=root_path, state=RequestState.PENDING, flavor_id__in=known
+    ).exclude(fallback_flavors=[])
+    for ids in rows.values_list("fallback_flavors", flat=True):
+        wanted.update(uuid.UUID(i) for i in ids or ())
+    extra = list(Flavor.objects.filter(pk__in=wanted - known)) if wanted != known else []
+    return sorted([*flavors, *extra], key=lambda f: str(f.pk))
 
 
 def within_subtrees(paths: Iterable[str]) -> Q:

@@ -117,12 +117,13 @@ def run_admission_loop(*, now: datetime | None = None) -> dict[str, Any]:
     expired = expire_requests(now=now)
     withdrawn = withdraw_suspended(now=now)
     cohorts: dict[str, set[uuid.UUID]] = defaultdict(set)
-    for path, flavor_id in (
-        CapacityRequest.objects.filter(state=RequestState.PENDING)
-        .values_list("tenant__path", "flavor_id")
-        .distinct()
-    ):
-        cohorts[f"/{root_id_of(path).hex}/"].add(flavor_id)
+    pending = CapacityRequest.objects.filter(state=RequestState.PENDING)
+    for path, flavor_id, fallback in pending.values_list(
+        "tenant__path", "flavor_id", "fallback_flavors"
+    ).distinct():
+        # Every flavor a pending request may land on, so that one falling back is decided with all of
+        # its flavors in the snapshot.
+        cohorts[f"/{root_id_of(path).hex}/"].update({flavor_id, *(uuid.UUID(i) for i in fallback or ())})
     admitted = 0
     for root_path, flavor_ids in sorted(cohorts.items()):
         flavors = list(Flavor.objects.filter(pk__in=flavor_ids).order_by("pk"))

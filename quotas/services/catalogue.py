@@ -19,6 +19,7 @@ from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from quotas.dispatch import admission_loop_after_commit
 from quotas.models import Budget, Flavor, PriorityClass, Queue, Quota
+from quotas.models.catalogue import BorrowWithinCohort
 from tenants import scoping
 from tenants.models import Tenant
 
@@ -39,7 +40,18 @@ FIELDS: dict[type[models.Model], tuple[str, ...]] = {
     PriorityClass: ("name", "value", "preemptible", "description", "tenant_id"),
     Quota: ("tenant_id", "flavor_id", "resource", "nominal", "borrowing_limit", "lending_limit"),
     Budget: ("tenant_id", "flavor_id", "limit_ge_hours", "hard"),
-    Queue: ("tenant_id", "name", "strategy", "weight"),
+    Queue: (
+        "tenant_id",
+        "name",
+        "strategy",
+        "weight",
+        "within_tenant",
+        "reclaim_within_cohort",
+        "borrow_within_cohort",
+        "max_priority_threshold",
+        "when_can_borrow",
+        "when_can_preempt",
+    ),
 }
 ACTION = {Flavor: "flavor", PriorityClass: "priority_class", Quota: "quota", Budget: "budget", Queue: "queue"}
 
@@ -58,14 +70,24 @@ def _check_rights(actor: User, model: type[models.Model], tenant: Tenant | None)
 
 
 QUEUE_DEFAULT_WEIGHT = Decimal(1)
+# What a queue may take from relatives: set from above its tenant, as its weight is. The defaults are
+# Kueue's (reclaim from any borrowing relative, never preempt them while borrowing).
+RELATIVES_POLICY = {
+    "reclaim_within_cohort": "Any",
+    "borrow_within_cohort": "Never",
+    "max_priority_threshold": None,
+}
 
 
 def _check_weight_from_above(actor: User, tenant: Tenant | None) -> None:
-    """A queue's weight scales its tenant's fair share of the cohort, so it is set from above the
-    tenant (the tenant's own admins keep the default, 1)."""
+    """A queue's weight scales its tenant's fair share of the cohort, and its reclaim and
+    borrow-within-cohort policy decide what it may take from relatives, so they are set from above
+    the tenant (the tenant's own admins keep the defaults)."""
     if tenant is None or not scoping.can_manage_strictly_below(actor, tenant):
         raise Forbidden(
-            "A queue's weight is set by an admin above its tenant or a platform-admin.", code="set_from_above"
+            "A queue's weight and what it may preempt of relatives are set by an admin above its tenant "
+            "or a platform-admin.",
+            code="set_from_above",
         )
 
 
@@ -112,6 +134,16 @@ def _validate(obj: models.Model) -> None:
             code="unknown_resource",
             field="resource",
         )
+    if (
+        isinstance(obj, Queue)
+        and obj.max_priority_threshold is not None
+        and obj.borrow_within_cohort != BorrowWithinCohort.LOWER_PRIORITY
+    ):
+        raise ValidationFailed(
+            "max_priority_threshold applies only with borrow_within_cohort LowerPriority.",
+            code="max_priority_threshold_without_borrowing",
+            field="max_priority_threshold",
+        )
     if isinstance(obj, Flavor):
         if not obj.resources:
             raise ValidationFailed("A flavor counts at least one resource.", field="resources")
@@ -139,7 +171,10 @@ def create_entry(*, actor: User, model: type[M], **values: Any) -> M:
     Conflict). Queues the admission loop after commit."""
     obj = model(**values)
     _check_rights(actor, model, _tenant_of(obj))
-    if isinstance(obj, Queue) and Decimal(str(obj.weight)) != QUEUE_DEFAULT_WEIGHT:
+    if isinstance(obj, Queue) and (
+        Decimal(str(obj.weight)) != QUEUE_DEFAULT_WEIGHT
+        or any(getattr(obj, f) != v for f, v in RELATIVES_POLICY.items())
+    ):
         _check_weight_from_above(actor, _tenant_of(obj))
     with transaction.atomic():
         _validate(obj)
@@ -173,8 +208,10 @@ def update_entry(*, actor: User, model: type[M], pk: uuid.UUID | str, **values: 
         for field, value in values.items():
             setattr(obj, field, value)
         _check_rights(actor, model, _tenant_of(obj))  # a move must land where the actor may manage too
-        if isinstance(obj, Queue) and before["weight"] != snapshot(obj, ("weight",))["weight"]:
-            _check_weight_from_above(actor, _tenant_of(obj))
+        if isinstance(obj, Queue):
+            after = snapshot(obj, ("weight", *RELATIVES_POLICY))
+            if any(before[f] != after[f] for f in after):
+                _check_weight_from_above(actor, _tenant_of(obj))
         _validate(obj)
         _save(obj, conflict=f"{ACTION[model]}_exists")
         record_event(

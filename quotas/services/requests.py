@@ -23,8 +23,8 @@ from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor, PriorityClass, Queue, RequestTransition
 from quotas.models.requests import HOLDING, ApprovalState
 from quotas.runner.decide import AdmissionRun, decide_cohort, persist, request_ge
-from quotas.runner.inputs import micros, root_id_of
-from quotas.runner.locks import lock_admission, lock_cohorts
+from quotas.runner.inputs import micros, root_id_of, with_fallbacks
+from quotas.runner.locks import lock_cohorts, lock_flavors
 from quotas.scoping import usable_by
 from tenants import scoping
 from tenants.models import Tenant, TenantState
@@ -64,9 +64,61 @@ def _may_request(actor: User, tenant: Tenant) -> bool:
     return tenant.memberships.filter(user=actor, role__in=REQUEST_ROLES).exists()
 
 
+MAX_FLAVORS = 8
+
+
+def _flavor_names(flavor: str | None, flavors: list[str] | None) -> list[str]:
+    """The flavors a request names, in order: one (`flavor`) or an ordered list to fall back along."""
+    if flavor is not None and flavors is not None:
+        raise ValidationFailed(
+            "Give either 'flavor' or an ordered list 'flavors', not both.",
+            code="flavor_and_flavors",
+            field="flavors",
+        )
+    names = [flavor] if flavor is not None else list(flavors or [])
+    if not names:
+        raise ValidationFailed(
+            "Name a flavor, or an ordered list of flavors.", code="flavor_required", field="flavor"
+        )
+    if len(names) > MAX_FLAVORS:
+        raise ValidationFailed(
+            f"At most {MAX_FLAVORS} flavors to fall back along.", code="too_many_flavors", field="flavors"
+        )
+    return names
+
+
+def _resolve_flavors(actor: User, tenant: Tenant, names: list[str]) -> list[Flavor]:
+    """The named flavors through the scoping door, each usable by the tenant, none twice, all counting
+    the same resources (a fallback asks the same amounts of another flavor)."""
+    found: list[Flavor] = []
+    visible = Flavor.objects.visible_to(actor).select_related("tenant")
+    for name in names:
+        the_flavor = _by_id_or_name(visible, name, "name")
+        if the_flavor is None:
+            raise NotFound("No such flavor.", code="flavor_not_found", field="flavor")
+        if not usable_by(tenant.path, the_flavor.tenant.path if the_flavor.tenant else None):
+            raise ValidationFailed(
+                "This tenant may not use this flavor.", code="flavor_not_allowed", field="flavor"
+            )
+        if any(f.pk == the_flavor.pk for f in found):
+            raise ValidationFailed(
+                f"Flavor {the_flavor.name!r} is named twice.", code="flavor_repeated", field="flavors"
+            )
+        if found and sorted(the_flavor.resource_names) != sorted(found[0].resource_names):
+            raise ValidationFailed(
+                f"Flavor {the_flavor.name!r} counts {', '.join(the_flavor.resource_names)}, "
+                f"{found[0].name!r} counts {', '.join(found[0].resource_names)}: a fallback asks the same "
+                "amounts, so every flavor must count the same resources.",
+                code="flavors_incompatible",
+                field="flavors",
+            )
+        found.append(the_flavor)
+    return found
+
+
 def _resolve(
-    actor: User, *, tenant: str | None, queue: str | None, flavor: str, priority_class: str | None
-) -> tuple[Tenant, Queue, Flavor, PriorityClass]:
+    actor: User, *, tenant: str | None, queue: str | None, flavors: list[str], priority_class: str | None
+) -> tuple[Tenant, Queue, list[Flavor], PriorityClass]:
     """Everything the request names, through the scoping door: what the actor cannot see is absent."""
     found_queue = None
     if queue is not None and tenant is None:
@@ -87,13 +139,7 @@ def _resolve(
         found_queue = _by_id_or_name(queues, queue, "name") if queue else queues.order_by("name").first()
         if found_queue is None:
             raise NotFound("No such queue for this tenant.", code="queue_not_found", field="queue")
-    the_flavor = _by_id_or_name(Flavor.objects.visible_to(actor).select_related("tenant"), flavor, "name")
-    if the_flavor is None:
-        raise NotFound("No such flavor.", code="flavor_not_found", field="flavor")
-    if not usable_by(the_tenant.path, the_flavor.tenant.path if the_flavor.tenant else None):
-        raise ValidationFailed(
-            "This tenant may not use this flavor.", code="flavor_not_allowed", field="flavor"
-        )
+    the_flavors = _resolve_flavors(actor, the_tenant, flavors)
     classes = PriorityClass.objects.visible_to(actor).select_related("tenant")
     if priority_class is None:
         usable = [
@@ -116,7 +162,7 @@ def _resolve(
             code="priority_class_not_allowed",
             field="priority_class",
         )
-    return the_tenant, found_queue, the_flavor, the_class
+    return the_tenant, found_queue, the_flavors, the_class
 
 
 def is_suspended(tenant: Tenant) -> bool:
@@ -171,7 +217,8 @@ def _body_hash(**fields: Any) -> str:
 def submit_request(
     *,
     actor: User,
-    flavor: str,
+    flavor: str | None = None,
+    flavors: list[str] | None = None,
     tenant: str | None = None,
     queue: str | None = None,
     priority_class: str | None = None,
@@ -181,11 +228,13 @@ def submit_request(
     reason: str = "",
     idempotency_key: str = "",
 ) -> Submitted:
-    """Create a request and decide it at once. Locks the flavor and the cohort root (advisory).
+    """Create a request and decide it at once. Locks the cohort root, then its flavors (advisory).
+    ``flavors`` names an ordered list to fall back along (Kueue's flavor fungibility, per the queue).
     Idempotent per (actor, Idempotency-Key): the same body returns the first request."""
     key = check_idempotency_key(idempotency_key)
     digest = _body_hash(
         flavor=flavor,
+        **({"flavors": flavors} if flavors is not None else {}),
         tenant=tenant,
         queue=queue,
         priority_class=priority_class,
@@ -198,9 +247,11 @@ def submit_request(
         earlier = _replay(actor, key, digest)
         if earlier is not None:
             return Submitted(earlier, created=False)
-    the_tenant, the_queue, the_flavor, the_class = _resolve(
-        actor, tenant=tenant, queue=queue, flavor=flavor, priority_class=priority_class
+    names = _flavor_names(flavor, flavors)
+    the_tenant, the_queue, the_flavors, the_class = _resolve(
+        actor, tenant=tenant, queue=queue, flavors=names, priority_class=priority_class
     )
+    the_flavor, fallbacks = the_flavors[0], the_flavors[1:]
     if not _may_request(actor, the_tenant):
         raise Forbidden("Viewers may not request capacity; ask a member or tenant-admin of this tenant.")
     if is_suspended(the_tenant):
@@ -218,6 +269,7 @@ def submit_request(
         flavor=the_flavor,
         priority_class=the_class,
         amounts=wanted,
+        fallback_flavors=[str(f.pk) for f in fallbacks],
         ge=request_ge(the_flavor, wanted),
         duration_seconds=duration_seconds,
         reason=reason,
@@ -231,16 +283,23 @@ def submit_request(
 
     def refuse_impossible(snapshot: engine.Snapshot) -> None:
         tree = snapshot.index.tree
-        for r, a in wanted.items():
-            if not tree.has_quota(the_tenant.slug, the_flavor.name, r) or a > tree.potential(
-                the_tenant.slug, the_flavor.name, r
-            ):
-                raise ValidationFailed(
-                    f"{a} of {r} on flavor {the_flavor.name!r} is more than any quota of {the_tenant.slug!r} "
-                    "could ever hold, even with every relative idle.",
-                    code="exceeds_max_possible",
-                    field="amount",
-                )
+
+        def never_fits(f: Flavor) -> bool:
+            return any(
+                not tree.has_quota(the_tenant.slug, f.name, r)
+                or a > tree.potential(the_tenant.slug, f.name, r)
+                for r, a in wanted.items()
+            )
+
+        if all(never_fits(f) for f in the_flavors):
+            on = ", ".join(repr(f.name) for f in the_flavors)
+            asked = ", ".join(f"{a} of {r}" for r, a in wanted.items())
+            raise ValidationFailed(
+                f"{asked} on flavor {on} is more than any quota of {the_tenant.slug!r} could ever hold, "
+                "even with every relative idle.",
+                code="exceeds_max_possible",
+                field="amount",
+            )
 
     try:
         with transaction.atomic():
@@ -250,18 +309,22 @@ def submit_request(
                 if earlier is not None:
                     return Submitted(earlier, created=False)
             # Under the cohort lock, so two requests racing cannot both slip under the threshold.
-            claims = with_subtree_claims(actor=actor, tenant=the_tenant, flavor=the_flavor, wanted=wanted)
-            if the_flavor.needs_approval(claims):
+            # Any flavor it may land on whose threshold it would cross makes it wait for approval.
+            if any(
+                f.needs_approval(with_subtree_claims(actor=actor, tenant=the_tenant, flavor=f, wanted=wanted))
+                for f in the_flavors
+                if f is the_flavor or f.approval_above is not None
+            ):
                 request.approval = ApprovalState.AWAITING
-            outcome, names = decide_cohort(
+            outcome, snapshot_names = decide_cohort(
                 root_path=f"/{root_id_of(the_tenant.path).hex}/",
-                flavors=[the_flavor],
+                flavors=the_flavors,
                 now=now,
                 extra=[request],
                 only=str(request.pk),
                 check=refuse_impossible,
             )
-            written = persist(outcome=outcome, names=names, now=now)  # inserts the request, decided
+            written = persist(outcome=outcome, names=snapshot_names, now=now)  # inserts it, decided
             record_event(actor=actor, action="capacity_request.created", obj=request, after=_summary(request))
             _after(outcome)
     except IntegrityError as exc:
@@ -325,8 +388,9 @@ def _end(
     found = _visible_request(actor, request_id)
     kind = _actor_kind(actor, found)
     now = timezone.now()
+    root_path = f"/{root_id_of(found.tenant.path).hex}/"
     with transaction.atomic():
-        lock_admission(flavor_ids=[found.flavor_id], root_ids=[root_id_of(found.tenant.path)])
+        flavors = _lock_cohort_and_flavors(root_path=root_path, flavor=found.flavor)
         row = CapacityRequest.objects.select_for_update().get(pk=found.pk)
         before = row.state
         move_requests(
@@ -340,14 +404,22 @@ def _end(
             before={"state": before},
             after={"state": row.state},
         )
-        outcome, names = decide_cohort(
-            root_path=f"/{root_id_of(found.tenant.path).hex}/", flavors=[found.flavor], now=now
-        )
+        outcome, names = decide_cohort(root_path=root_path, flavors=flavors, now=now)
         persist(outcome=outcome, names=names, now=now)
         if before in HOLDING:
             outcome.preempted.append(row.pk)  # its cluster objects must be lowered or removed
         _after(outcome)
     return row
+
+
+def _lock_cohort_and_flavors(*, root_path: str, flavor: Flavor) -> list[Flavor]:
+    """The cohort lock, then the flavor and every flavor its cohort's pending requests fall back to,
+    all at once in the global order (never one flavor first and others later: that could deadlock
+    against a decider of another cohort). Read under the cohort lock, so the set cannot grow."""
+    lock_cohorts(root_ids=[root_id_of(root_path)])
+    flavors = with_fallbacks(root_path=root_path, flavors=[flavor])
+    lock_flavors(flavor_ids=[f.pk for f in flavors])
+    return flavors
 
 
 def cancel_request(*, actor: User, request_id: uuid.UUID | str) -> CapacityRequest:
@@ -396,8 +468,9 @@ def decide_approval(
             code="approver_not_above",
         )
     now = timezone.now()
+    root_path = f"/{root_id_of(found.tenant.path).hex}/"
     with transaction.atomic():
-        lock_admission(flavor_ids=[found.flavor_id], root_ids=[root_id_of(found.tenant.path)])
+        flavors = _lock_cohort_and_flavors(root_path=root_path, flavor=found.flavor)
         row = CapacityRequest.objects.select_for_update().get(pk=found.pk)
         verdict = ApprovalState.APPROVED if approve else ApprovalState.REJECTED
         changes: dict[str, Any] = {"approval": verdict, "approved_by": actor}
@@ -424,9 +497,7 @@ def decide_approval(
             after={"approval": row.approval, "note": note},
         )
         if approve:
-            outcome, names = decide_cohort(
-                root_path=f"/{root_id_of(found.tenant.path).hex}/", flavors=[found.flavor], now=now
-            )
+            outcome, names = decide_cohort(root_path=root_path, flavors=flavors, now=now)
             persist(outcome=outcome, names=names, now=now)
             _after(outcome)
     row.refresh_from_db()

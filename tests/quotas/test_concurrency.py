@@ -21,8 +21,9 @@ from django.contrib.staticfiles.handlers import StaticFilesHandler
 
 from gpuplatform.accounts.tokens import issue_api_token
 from inventory.models import ShareableUnit
-from quotas.models import CapacityRequest, Queue, Quota
-from tests.quotas.conftest import GPU, make_catalog
+from quotas.models import CapacityRequest, Flavor, Queue, Quota
+from tests.inventory import factories as inv
+from tests.quotas.conftest import GPU, give_capacity, make_catalog
 from tests.quotas.pooled_server import PooledLiveServerThread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,8 +45,11 @@ def pooled_server(transactional_db: None) -> Iterator[str]:
     thread.terminate()
 
 
-def post_request(url: str, token: str, barrier: threading.Barrier, tenant: str = "vision") -> tuple[int, str]:
-    body = json.dumps({"tenant": tenant, "flavor": "h100", "amount": 1}).encode()
+def post_request(
+    url: str, token: str, barrier: threading.Barrier, tenant: str = "vision", flavors: list[str] | None = None
+) -> tuple[int, str]:
+    choice = {"flavors": flavors} if flavors else {"flavor": "h100"}
+    body = json.dumps({"tenant": tenant, "amount": 1, **choice}).encode()
     request = urllib.request.Request(
         url,
         data=body,
@@ -120,3 +124,42 @@ def test_two_cohorts_racing_for_the_last_gpus_never_over_admit_the_pool(cast, po
             CapacityRequest.objects.filter(state="pending", reason_code="no_physical_fit").count()
             == CONCURRENT - room
         )
+
+
+FALLBACK_ROUNDS = int(os.environ.get("ADMISSION_TEST_FALLBACK_ROUNDS", "5"))
+
+
+def test_a_hundred_concurrent_requests_falling_back_across_flavors_admit_exactly_the_room_of_both(
+    cast, pooled_server
+):
+    # Every request asks one GPU of "h100, else a100": vision's H100 quota fills first, then its A100
+    # quota; what neither holds waits. Both flavors' locks are taken in one order by every decider.
+    catalog = make_catalog(cast, physical=200, vision=0, nlp=0)
+    a100_pool = inv.pool("a100-pool")
+    give_capacity(a100_pool, 200)
+    a100 = Flavor.objects.create(
+        name="a100", pool=a100_pool, gpu_model="A100-80GB", resources=[{"name": GPU, "ge_per_unit": "1"}]
+    )
+    a100_quota = Quota.objects.create(tenant=cast.vision, flavor=a100, resource=GPU, nominal=0)
+    url = f"{pooled_server}/api/v1/capacity-requests/"
+    for round_no in range(FALLBACK_ROUNDS):
+        token = issue_api_token(
+            actor=cast.dana, name=f"fallback-{round_no}", scopes=["read", "write"]
+        ).plaintext
+        on_h100, on_a100 = 5 + round_no, 11 + 2 * round_no
+        Quota.objects.filter(pk=catalog.vision_quota.pk).update(nominal=on_h100)
+        Quota.objects.filter(pk=a100_quota.pk).update(nominal=on_a100)
+        CapacityRequest.objects.all().delete()
+        barrier = threading.Barrier(CONCURRENT)
+        with ThreadPoolExecutor(max_workers=CONCURRENT) as clients:
+            futures = [
+                clients.submit(post_request, url, token, barrier, "vision", ["h100", "a100"])
+                for _ in range(CONCURRENT)
+            ]
+            answers = [future.result() for future in futures]
+        assert {status for status, _ in answers} == {201}, [a for a in answers if a[0] != 201][:3]
+        assert [state for _, state in answers].count("admitted") == on_h100 + on_a100, round_no
+        admitted = CapacityRequest.objects.filter(state="admitted")
+        assert admitted.filter(flavor=catalog.flavor).count() == on_h100
+        assert admitted.filter(flavor=a100).count() == on_a100
+        assert CapacityRequest.objects.filter(state="pending").count() == CONCURRENT - on_h100 - on_a100

@@ -95,7 +95,7 @@ def test_preemption_puts_back_a_victim_that_turns_out_not_to_be_needed():
     assert [v.request_id for v in d.victims] == ["big"]
 
 
-def test_a_request_never_preempts_its_own_work_to_borrow_more():
+def test_a_request_may_preempt_its_own_work_and_then_borrow_an_idle_relatives_quota():
     # given: vision (4 nominal) holds 4 at low priority, speech (4 nominal) holds 0; 8 GPUs in all,
     # 4 free
     active = [holding("low-4", "vision", 4, order=1, prio="low")]
@@ -105,10 +105,12 @@ def test_a_request_never_preempts_its_own_work_to_borrow_more():
     )
     # when: vision asks 5 at high priority
     d = decide(snapshot=snap, request_id="v1")
-    # then: as it is, 4 + 5 = 9 > 8 cannot fit; evicting low-4 would fit (5 <= 8) but vision would
-    # borrow 5 - 4 = 1 where it borrows 0 now: a gain of 1, never allowed, so it waits
-    assert d.outcome is Outcome.WAIT
-    assert d.victims == ()
+    # then: as it is, 4 + 5 = 9 > 8 cannot fit; evicting low-4 fits (5 <= 8), borrowing 1 of speech's
+    # idle 4. Kueue restricts borrowing only for victims in other queues (issue #18, divergence 2), so
+    # its own low job goes and 1 GPU is borrowed
+    assert d.outcome is Outcome.PREEMPT
+    assert [(v.request_id, v.cause) for v in d.victims] == [("low-4", "priority")]
+    assert [(loan.lender, loan.amount) for loan in d.borrowed] == [("speech", 1)]
 
 
 def test_preemption_keeps_every_victim_it_needs():

@@ -224,13 +224,10 @@ def replay(snap: Snapshot, decisions: list[Decision], model: Model) -> None:
         u = model.usage(own)
         prio = PRIO[snap.index.pending[d.request_id].priority_class].value
         places = [(r, a) for r, a in d.amounts.items() if a]
-        before = {
-            r: max(0, u.get((d.tenant, d.flavor, r), 0) - model.sq[(d.tenant, d.flavor, r)])
-            for r, _ in places
-        }
-        within_nominal = all(
-            u.get((d.tenant, d.flavor, r), 0) + a <= model.sq[(d.tenant, d.flavor, r)] for r, a in places
-        )
+        # Kueue (issue #18): a relative may be reclaimed from even when the preemptor then borrows,
+        # where it has the hierarchical advantage (the request fits an ancestor's quota) or counts its
+        # own evictions; which victims Kueue picks is pinned by tests/admission_engine/. Here: only
+        # relatives beyond their quota, and no reclaiming while borrowing without borrowWithinCohort.
         for v in d.victims:
             alloc = allocs.pop(v.request_id)  # a victim is an allocation that is active right now
             assert PRIO[alloc.priority_class].preemptible
@@ -238,7 +235,7 @@ def replay(snap: Snapshot, decisions: list[Decision], model: Model) -> None:
             if alloc.tenant == d.tenant:
                 assert PRIO[alloc.priority_class].value < prio, "own-tenant victim not lower priority"
             else:
-                assert within_nominal, "preempted a relative to gain borrowing"
+                assert v.cause != "reclaim_while_borrowing", "borrowWithinCohort is off in these fleets"
                 assert model.root(alloc.tenant) == model.root(d.tenant)
                 assert any(
                     u.get((alloc.tenant, d.flavor, r), 0) > model.sq[(alloc.tenant, d.flavor, r)]
@@ -254,11 +251,6 @@ def replay(snap: Snapshot, decisions: list[Decision], model: Model) -> None:
             free[(d.flavor, r)] -= a
             assert free[(d.flavor, r)] >= 0, "admitted beyond physical free capacity"
         model.check_limits(own)
-        if d.victims:
-            after = model.usage(own)
-            for r, _ in places:
-                gained = max(0, after[(d.tenant, d.flavor, r)] - model.sq[(d.tenant, d.flavor, r)])
-                assert gained <= before[r], "preemption increased the preemptor's borrowing"
 
 
 def shuffled(snap: Snapshot, rng: random.Random) -> Snapshot:

@@ -1,0 +1,36 @@
+"""The differences from Kueue that docs/admission.md lists, each asserted with its worked example."""
+
+from __future__ import annotations
+
+from quotas.admission import Outcome, decide
+
+from .kueue import admitted, cluster, incoming, quota
+
+
+def test_a_tenant_with_children_is_judged_by_its_whole_subtree_as_a_candidate():
+    # org -> a (2), org -> dept (0) -> team (2). The dept itself holds 3: its subtree quota is the
+    # team's 2, so it is 1 beyond it (Kueue's Cohorts hold no workloads; here a tenant may).
+    tree = {"org": None, "a": "org", "dept": "org", "team": "dept"}
+    snap = cluster(
+        tree=tree,
+        quotas=[quota("a", 2), quota("dept", 0), quota("team", 2)],
+        active=[admitted("dept-own", "dept", 3)],
+        pending=[incoming("a", 2)],
+    )
+    # a asks its own 2: 4 - 3 = 1 available; the dept's subtree is beyond its quota, so its own
+    # request is a candidate, as a borrowing ClusterQueue's would be
+    d = decide(snapshot=snap, request_id="in")
+    assert [v.request_id for v in d.victims] == ["dept-own"]
+
+
+def test_a_tenant_with_children_within_its_subtree_quota_is_no_candidate():
+    # the same, but the dept holds 2 (= the team's 2 it pools): within its subtree quota
+    tree = {"org": None, "a": "org", "dept": "org", "team": "dept"}
+    snap = cluster(
+        tree=tree,
+        quotas=[quota("a", 2), quota("dept", 0), quota("team", 2)],
+        active=[admitted("dept-own", "dept", 2), admitted("a-own", "a", 1, prio=1)],
+        pending=[incoming("a", 2)],
+    )
+    d = decide(snapshot=snap, request_id="in")
+    assert d.outcome is Outcome.WAIT
