@@ -57,3 +57,34 @@ def resource_name_problem(name: str) -> str | None:
             f"{full!r}: the part after 'nvidia.com/' must be a DNS subdomain (lower case, digits, '-', '.')"
         )
     return None
+
+
+_WHOLE = re.compile(r"^nvidia\.com/gpu(\.shared|-[a-z0-9.-]+)?$")
+_MIG = re.compile(r"^nvidia\.com/mig-(?P<profile>\d+g\.\d+gb(?:\.[a-z]+)*?)(?:-(?P<pool>[a-z0-9.-]+))?$")
+
+
+def resource_renames(
+    *, mode: str, strategy: str, pool: str, resource_name: str, names: list[str]
+) -> dict[str, str]:
+    """How the names a pool's flavors use today become the names the pool advertises under its
+    policy: whole-GPU and replica names (``nvidia.com/gpu``, ``.shared``, an earlier per-pool name)
+    become the pool's own name; under MIG mixed, ``nvidia.com/mig-<profile>`` becomes the pool's
+    profile name. HAMi's names are cluster-wide (its scheduler's config): back to ``nvidia.com/gpu``.
+    DRA flavors are claims, not names: nothing to rename."""
+    own = resource_name or pool_resource_name(pool)
+    whole_target = {
+        "exclusive": own,
+        "time-slicing": own,
+        "mps": own,
+        "mig": own,
+        "hami": "nvidia.com/gpu",
+    }.get(mode)
+    renames: dict[str, str] = {}
+    for name in names:
+        if whole_target and _WHOLE.match(name):
+            renames[name] = whole_target
+            continue
+        match = _MIG.match(name)
+        if match and mode == "mig" and strategy == "mixed":
+            renames[name] = mig_resource_name(pool, match["profile"])
+    return {old: new for old, new in renames.items() if old != new}

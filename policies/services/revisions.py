@@ -20,10 +20,12 @@ from gpuplatform.errors import Conflict, NotFound
 from inventory.models import Allocation, Gpu, NodePool
 from policies import signing
 from policies.compiler import SharingMode, render_bundle
-from policies.compiler.naming import pool_resource_name
+from policies.compiler.naming import pool_resource_name, resource_renames
 from policies.models import PolicyRevision, SharingPolicy
 from policies.selectors import pool_spec, sharing_spec
 from policies.signals import revision_published
+from quotas.models import Flavor, FlavorKind
+from quotas.services.resources import rename_pool_resources
 
 __all__ = ["DryRun", "diff_revisions", "dry_run", "mig_layout", "publish_policy"]
 
@@ -82,6 +84,7 @@ def publish_policy(*, pool_id: uuid.UUID | str, actor: Any, note: str = "") -> P
             created_by=actor if getattr(actor, "pk", None) else None,
         )
         SharingPolicy.objects.filter(pk=policy.pk).update(published_revision=number)
+        renamed = _flavors_follow(pool=pool, declared=declared, actor=actor)
         record_event(
             actor=actor,
             action="policy_revision.published",
@@ -94,10 +97,34 @@ def publish_policy(*, pool_id: uuid.UUID | str, actor: Any, note: str = "") -> P
                 "content_hash": digest,
                 "needs_drain": needs_drain,
                 "note": note,
+                "flavors_renamed": renamed,
             },
         )
         transaction.on_commit(lambda: revision_published.send(sender=PolicyRevision, revision=revision))
     return revision
+
+
+def _flavors_follow(*, pool: NodePool, declared: dict[str, Any], actor: Any) -> dict[str, str]:
+    """The pool's device-plugin flavors take the names the pool will advertise, so a tenant's
+    ResourceQuota holds this pool apart from the others (quotas.services.resources)."""
+    names = sorted(
+        {
+            str(r["name"])
+            for resources in Flavor.objects.filter(pool=pool, kind=FlavorKind.DEVICE_PLUGIN).values_list(
+                "resources", flat=True
+            )
+            for r in resources
+        }
+    )
+    renames = resource_renames(
+        mode=declared["mode"],
+        strategy=str((declared.get("parameters") or {}).get("strategy") or ""),
+        pool=pool.name,
+        resource_name=declared["resource_name"],
+        names=names,
+    )
+    rename_pool_resources(pool_id=pool.pk, renames=renames, actor=actor)
+    return renames
 
 
 def _policy_of(pool_id: uuid.UUID | str, *, lock: bool) -> SharingPolicy:
