@@ -75,7 +75,9 @@ def move(row: NodePolicyState, event: Event, *, reason: str = "", **changes: Any
 def _locked_state(agent: NodeAgent) -> NodePolicyState:
     row, _ = NodePolicyState.objects.get_or_create(node_id=agent.node_id)
     return (
-        NodePolicyState.objects.select_for_update().select_related("node", "desired_revision").get(pk=row.pk)
+        NodePolicyState.objects.select_for_update(of=("self",))
+        .select_related("node", "desired_revision", "rollout")
+        .get(pk=row.pk)
     )
 
 
