@@ -52,7 +52,8 @@ class Agent:
                     )
                 )
         if config.nvml == "simulated":
-            simnvml.configure(list(config.simulated_gpus), config.node, self._node_mig_devices)
+            source = self._node_mig_devices if self.kube is not None else None
+            simnvml.configure(list(config.simulated_gpus), config.node, source)
             self.nvml: Any = simnvml
         else:
             self.nvml = real_nvml()

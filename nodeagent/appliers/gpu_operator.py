@@ -67,10 +67,13 @@ class GpuOperatorApplier:
                 )
             if labels:
                 node_labels = dict(labels)
-                if MIG_CONFIG in labels:
-                    # Marked pending in the same write: a "success" left from the previous config must
-                    # not be mistaken for this one's; mig-manager moves it on.
+                current = self.core.read_node(self.node).metadata.labels or {}
+                if MIG_CONFIG in labels and current.get(MIG_CONFIG) != labels[MIG_CONFIG]:
+                    # A new geometry is marked pending in the same write: the "success" left from the
+                    # previous one must not be mistaken for this one's; mig-manager moves it on.
                     node_labels[MIG_CONFIG_STATE] = "pending"
+                elif MIG_CONFIG_STATE in current:
+                    node_labels[MIG_CONFIG_STATE] = current[MIG_CONFIG_STATE]
                 body = {
                     "apiVersion": "v1",
                     "kind": "Node",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import json
 import uuid
 from collections.abc import Callable
@@ -186,13 +187,14 @@ _DB = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="a
 MAX_TIMEOUT = 60
 
 
-def _fresh(fn: Callable[..., T], *args: Any) -> T:
+def _fresh(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     close_old_connections()  # a connection the database dropped (restart) is replaced, not reused
-    return fn(*args)
+    return fn(*args, **kwargs)
 
 
-async def _db(fn: Callable[..., T], *args: Any) -> T:
-    return await asyncio.get_running_loop().run_in_executor(_DB, _fresh, fn, *args)
+async def _db(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    call = functools.partial(_fresh, fn, *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(_DB, call)
 
 
 def _problem(status_code: int, code: str, title: str, detail: str, path: str) -> HttpResponse:

@@ -75,7 +75,7 @@ def move(row: NodePolicyState, event: Event, *, reason: str = "", **changes: Any
 def _locked_state(agent: NodeAgent) -> NodePolicyState:
     row, _ = NodePolicyState.objects.get_or_create(node_id=agent.node_id)
     return (
-        NodePolicyState.objects.select_for_update(of=("self",))
+        NodePolicyState.objects.select_for_update(of=("self",), no_key=True)
         .select_related("node", "desired_revision", "rollout")
         .get(pk=row.pk)
     )
@@ -197,7 +197,7 @@ def mark_offline_nodes(*, now: Any = None) -> int:
     moved = 0
     with transaction.atomic():
         rows = (
-            NodePolicyState.objects.select_for_update(skip_locked=True, of=("self",))
+            NodePolicyState.objects.select_for_update(skip_locked=True, of=("self",), no_key=True)
             .select_related("node", "desired_revision")
             .filter(last_heartbeat_at__lt=cutoff)
             .exclude(state=NodeState.OFFLINE)

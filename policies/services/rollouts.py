@@ -3,7 +3,9 @@ roll back to the previous bundle when a node fails for good.
 
 ``advance_rollout`` is the driver: idempotent, called by its Celery task after every agent report
 and periodically. It locks the rollout row, then the pool's node rows in name order (the same order
-every caller takes), so a driver and an agent report never interleave on a node.
+every caller takes), so a driver and an agent report never interleave on a node. Locks are FOR NO
+KEY UPDATE: a report's write checks its row's foreign key to the rollout (FOR KEY SHARE), which a
+plain FOR UPDATE on the rollout would block while the driver waits for that report's row: a deadlock.
 """
 
 from __future__ import annotations
@@ -112,7 +114,7 @@ def advance_rollout(*, rollout_id: uuid.UUID) -> Rollout | None:
     step = _Pass()
     with transaction.atomic():
         rollout = (
-            Rollout.objects.select_for_update(of=("self",))
+            Rollout.objects.select_for_update(of=("self",), no_key=True)
             .select_related("pool", "pool__cluster", "revision", "from_revision")
             .filter(pk=rollout_id)
             .first()
@@ -133,7 +135,7 @@ def _lock_pool_rows(pool: NodePool) -> list[NodePolicyState]:
         [NodePolicyState(node_id=n) for n in nodes if n not in existing], ignore_conflicts=True
     )
     return list(
-        NodePolicyState.objects.select_for_update(of=("self",))
+        NodePolicyState.objects.select_for_update(of=("self",), no_key=True)
         .select_related("node", "desired_revision")
         .filter(node_id__in=nodes)
         .order_by("node__name")
