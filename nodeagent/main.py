@@ -4,6 +4,8 @@ apply, report; heartbeat; survive restarts of either side (docs/agents.md)."""
 from __future__ import annotations
 
 import argparse
+import base64
+import json
 import logging
 import random
 import signal
@@ -34,11 +36,9 @@ class Agent:
             config.server_url, ca_bundle=config.ca_bundle, user_agent=f"gpuplatform-agent/{__version__}"
         )
         self.server.credential = self.state.credential()
-        self.kube = (
-            kube_client(config.kubeconfig)
-            if "gpu-operator" in config.appliers or config.nvml == "simulated"
-            else None
-        )
+        # The simulated NVML reads the node's MIG devices through the API when a kubeconfig is given.
+        wants_kube = "gpu-operator" in config.appliers or (config.nvml == "simulated" and config.kubeconfig)
+        self.kube = kube_client(config.kubeconfig) if wants_kube else None
         self.appliers: list[Any] = []
         for name in config.appliers:
             if name == "files":
@@ -141,15 +141,14 @@ class Agent:
             )
         except BundleRefused as refused:
             log.warning("bundle refused: %s", refused.reason)
-            revision = (refused.payload or {}).get("revision")
-            if isinstance(revision, int) and revision > last and refused.payload is not None:
-                self._report(
-                    revision,
-                    str(refused.payload.get("content_hash", "")),
-                    "failed",
-                    "bundle_refused",
-                    refused.reason,
-                )
+            # The server learns of the refusal (its desired revision goes to failed, and is retried
+            # with backoff) rather than handing the same envelope out again at once. The number is
+            # read from the unverified payload only to name the revision refused: a forged number is
+            # answered 409 by the server, and nothing of the payload is applied.
+            revision, content_hash = _claimed(envelope, refused)
+            if revision is not None and revision > last:
+                self._report(revision, content_hash, "failed", "bundle_refused", refused.reason)
+            self.backoff()
             return
         revision, content_hash = int(payload["revision"]), str(payload["content_hash"])
         self._report(revision, content_hash, "applying")
@@ -213,6 +212,19 @@ class Agent:
                 log.warning("control plane: %s", exc)
                 self.backoff()
         return 0
+
+
+def _claimed(envelope: Any, refused: BundleRefused) -> tuple[int | None, str]:
+    payload = refused.payload
+    if payload is None:
+        try:
+            payload = json.loads(base64.b64decode(envelope["payload"]))
+        except (KeyError, TypeError, ValueError):
+            return None, ""
+    revision = payload.get("revision") if isinstance(payload, dict) else None
+    if not isinstance(revision, int):
+        return None, ""
+    return revision, str(payload.get("content_hash", ""))[:80]
 
 
 def main(argv: list[str] | None = None) -> int:
