@@ -220,6 +220,9 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "quotas.run_admission_loop",
         "schedule": ADMISSION_LOOP_SECONDS,
     },
+    # Rollouts: retries after backoff, blocked nodes that drained, MIG verification; silent agents.
+    "policies-advance-rollouts": {"task": "policies.advance_running_rollouts", "schedule": 15.0},
+    "policies-offline-agents": {"task": "policies.mark_offline_nodes", "schedule": 30.0},
 }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -353,6 +356,16 @@ LOGGING = {
 GPUPLATFORM_ENCRYPTION_KEY = env("GPUPLATFORM_ENCRYPTION_KEY")
 # Policies (issue #12): the Ed25519 private key (PEM) signing bundles for node agents. Required in secure
 # mode; otherwise derived from SECRET_KEY (policies/signing.py).
+# Node agents (docs/agents.md): a credential is rotated by its agent after this many seconds; a node
+# without a heartbeat for AGENT_OFFLINE_AFTER seconds is offline; a failed node is retried with
+# exponential backoff from POLICY_RETRY_BASE_SECONDS, at most POLICY_MAX_ATTEMPTS times.
+AGENT_CREDENTIAL_ROTATE_SECONDS = env_int("AGENT_CREDENTIAL_ROTATE_SECONDS", 7 * 24 * 3600)
+AGENT_OFFLINE_AFTER = env_int("AGENT_OFFLINE_AFTER", 120)
+POLICY_RETRY_BASE_SECONDS = env_int("POLICY_RETRY_BASE_SECONDS", 15)
+POLICY_RETRY_CAP_SECONDS = env_int("POLICY_RETRY_CAP_SECONDS", 600)
+POLICY_MAX_ATTEMPTS = env_int("POLICY_MAX_ATTEMPTS", 3)
+# Redis pub/sub channels that fan a new desired revision out to every web process's waiting agents.
+POLICY_PUSH_CHANNEL_PREFIX = env("POLICY_PUSH_CHANNEL_PREFIX", "gpuplatform:bundles:")
 POLICY_SIGNING_KEY = env("POLICY_SIGNING_KEY")
 if SECURE and not POLICY_SIGNING_KEY:
     raise ImproperlyConfigured(

@@ -25,6 +25,9 @@ from inventory.api.views import (
     ResourceClaimViewSet,
 )
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
+from policies import rollout_views
+from policies.api import agents as agent_api
+from policies.api.views import BootstrapTokenViewSet, NodeAgentViewSet, RolloutViewSet
 from quotas import views as quota_views
 from quotas.api.catalogue import (
     BudgetViewSet,
@@ -59,9 +62,18 @@ router.register("usage", UsageViewSet, basename="usage")
 router.register("rate-cards", RateCardViewSet, basename="rate-card")
 router.register("billing-periods", BillingPeriodViewSet, basename="billing-period")
 router.register("reports", ReportLineViewSet, basename="report")
+router.register("agent-bootstrap-tokens", BootstrapTokenViewSet, basename="agent-bootstrap-token")
+router.register("agents", NodeAgentViewSet, basename="agent")
+router.register("rollouts", RolloutViewSet, basename="rollout")
 
 api_v1: list[URLPattern | URLResolver] = [
     path("me/", MeView.as_view(), name="me"),
+    # The agent protocol (docs/agent-protocol.md), ahead of the router's agents/<pk>/.
+    path("agents/register/", agent_api.RegisterView.as_view(), name="agent-register"),
+    path("agents/rotate/", agent_api.RotateView.as_view(), name="agent-rotate"),
+    path("agents/status/", agent_api.StatusView.as_view(), name="agent-status"),
+    path("agents/heartbeat/", agent_api.HeartbeatView.as_view(), name="agent-heartbeat"),
+    path("agents/bundle/", agent_api.bundle_view, name="agent-bundle"),
     path("", include(router.urls)),
 ]
 
@@ -100,6 +112,8 @@ urlpatterns = [
     path("inventory/nodes/<uuid:node_id>/", inventory_views.node_detail, name="inventory-node"),
     path("inventory/fragmentation/", inventory_views.fragmentation, name="inventory-fragmentation"),
     path("inventory/allocations/", inventory_views.allocations, name="inventory-allocations"),
+    path("policies/rollouts/", rollout_views.rollouts, name="policy-rollouts"),
+    path("policies/rollouts/<uuid:rollout_id>/", rollout_views.rollout_detail, name="policy-rollout"),
     path("queues/", quota_views.queue, name="queues"),
     path("queues/quotas/", quota_views.quota_overview, name="queues-quotas"),
     path("queues/oversubscription/", quota_views.oversubscription, name="queues-oversubscription"),

@@ -62,6 +62,8 @@ def record_event(
 ATTEMPT_ACTIONS = frozenset(
     {
         "access.denied",
+        "agent.registration_refused",
+        "agent.status_refused",
         "api_token.rejected",
         "auth.login",
         "auth.login_failed",

@@ -1,5 +1,18 @@
 from policies.models.admission import AdmissionRule
+from policies.models.agents import AgentBootstrapToken, NodeAgent
 from policies.models.revisions import PolicyRevision
+from policies.models.rollouts import NodePolicyState, OperationKind, Rollout, RolloutState
 from policies.models.sharing import SharingMode, SharingPolicy
 
-__all__ = ["AdmissionRule", "PolicyRevision", "SharingMode", "SharingPolicy"]
+__all__ = [
+    "AdmissionRule",
+    "AgentBootstrapToken",
+    "NodeAgent",
+    "NodePolicyState",
+    "OperationKind",
+    "PolicyRevision",
+    "Rollout",
+    "RolloutState",
+    "SharingMode",
+    "SharingPolicy",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from nodeagent.main import main
+
+sys.exit(main())

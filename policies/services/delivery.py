@@ -1,0 +1,208 @@
+"""What a node's agent is told and what it tells back: the desired revision, status and heartbeats.
+
+Every state change goes through policies/node_states.py and is audited in its transaction. The
+agent's own reports lock only its node's row (select_for_update), so a report and the rollout driver
+never interleave on one node.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from gpuplatform.audit.services import record_event
+from gpuplatform.errors import Conflict
+from policies.models import NodeAgent, NodePolicyState, PolicyRevision, RolloutState
+from policies.node_states import DELIVERABLE, Event, NodeState, can, retry_delay, transition
+
+ADVANCE_TASK = "policies.advance_rollout"
+
+
+@dataclass(frozen=True)
+class Delivery:
+    revision_id: uuid.UUID
+    number: int
+    operation: str
+
+
+def pending_delivery(*, node_id: uuid.UUID, applied: int) -> Delivery | None:
+    """The revision to hand the node's agent now, if any: its desired revision, when the node is in a
+    deliverable state and the agent has not applied that number. One query."""
+    row = (
+        NodePolicyState.objects.filter(node_id=node_id)
+        .values("desired_revision_id", "desired_revision__number", "desired_operation", "state")
+        .first()
+    )
+    if row is None or row["desired_revision_id"] is None or row["state"] not in DELIVERABLE:
+        return None
+    if row["desired_revision__number"] == applied:
+        return None
+    return Delivery(row["desired_revision_id"], row["desired_revision__number"], row["desired_operation"])
+
+
+def move(row: NodePolicyState, event: Event, *, reason: str = "", **changes: Any) -> None:
+    """Apply ``event`` to a locked row (plus field ``changes``), save and audit. Callers hold the lock
+    and the transaction."""
+    before = row.state
+    row.state = transition(row.state, event)
+    for field, value in changes.items():
+        setattr(row, field, value)
+    row.state_changed_at = timezone.now()
+    row.save()
+    record_event(
+        actor=None,
+        action=f"node_policy.{row.state}",
+        obj=row,
+        before={"state": before},
+        after={
+            "state": row.state,
+            "event": str(event),
+            "node": row.node.name,
+            "desired_revision": row.desired_revision.number if row.desired_revision else None,
+            "applied_revision": row.applied_revision,
+            "reason": reason,
+        },
+    )
+
+
+def _locked_state(agent: NodeAgent) -> NodePolicyState:
+    row, _ = NodePolicyState.objects.get_or_create(node_id=agent.node_id)
+    return (
+        NodePolicyState.objects.select_for_update(of=("self",), no_key=True)
+        .select_related("node", "desired_revision", "rollout")
+        .get(pk=row.pk)
+    )
+
+
+def _queue_driver(row: NodePolicyState) -> None:
+    """Queue the rollout driver (by task name: services do not import the tasks that import them)."""
+    if row.rollout_id and row.rollout and row.rollout.state == RolloutState.RUNNING:
+        rollout_id = str(row.rollout_id)
+        transaction.on_commit(lambda: current_app.signature(ADVANCE_TASK, args=[rollout_id]).delay())
+
+
+def report_status(
+    *,
+    agent: NodeAgent,
+    revision: int,
+    content_hash: str,
+    state: str,
+    code: str = "",
+    message: str = "",
+    gpus: list[dict[str, Any]] | None = None,
+) -> NodePolicyState:
+    """The agent's report on the revision it was sent. Locks its node's row. A report on a revision
+    never sent to the node is 409 ``revision_unknown``; on one since superseded, 409
+    ``revision_superseded``; a repeated report changes nothing (idempotent)."""
+    with transaction.atomic():
+        row = _locked_state(agent)
+        desired = row.desired_revision
+        if desired is None or revision != desired.number:
+            known = PolicyRevision.objects.filter(pool_id=row.node.pool_id, number=revision).exists()
+            if desired is None or not known or revision > desired.number:
+                raise Conflict(f"Revision {revision} was never sent to this node.", code="revision_unknown")
+            raise Conflict(
+                f"Revision {revision} is superseded by {desired.number}.", code="revision_superseded"
+            )
+        now = timezone.now()
+        if gpus is not None:
+            row.gpus = gpus
+        if state == "applying":
+            if can(row.state, Event.START) and row.state != NodeState.APPLYING:
+                move(row, Event.START)
+        elif state == "applied":
+            if content_hash != desired.content_hash:
+                fail_node(
+                    row, "hash_mismatch", f"applied hash {content_hash} is not {desired.content_hash}", now
+                )
+            elif row.state != NodeState.APPLIED or row.applied_revision != revision:
+                move(
+                    row,
+                    Event.SUCCEED,
+                    applied_revision=revision,
+                    applied_hash=content_hash,
+                    attempts=0,
+                    next_attempt_at=None,
+                    last_code="",
+                    last_message="",
+                    verified=False,
+                )
+        elif state == "failed" and row.state != NodeState.FAILED:
+            fail_node(row, code or "apply_failed", message, now)
+        row.last_heartbeat_at = now
+        row.save(update_fields=["gpus", "last_heartbeat_at"])
+        NodeAgent.objects.filter(pk=agent.pk).update(last_seen_at=now)
+        _queue_driver(row)
+    return row
+
+
+def fail_node(row: NodePolicyState, code: str, message: str, now: Any) -> None:
+    attempts = row.attempts + 1
+    delay = retry_delay(
+        attempts,
+        base_seconds=settings.POLICY_RETRY_BASE_SECONDS,
+        cap_seconds=settings.POLICY_RETRY_CAP_SECONDS,
+    )
+    move(
+        row,
+        Event.FAIL,
+        reason=code,
+        attempts=attempts,
+        next_attempt_at=now + delay,
+        last_code=code[:100],
+        last_message=message[:2000],
+    )
+
+
+def record_heartbeat(
+    *, agent: NodeAgent, applied_revision: int | None, content_hash: str, gpus: list[dict[str, Any]] | None
+) -> NodePolicyState:
+    """A heartbeat: the node is alive, runs ``content_hash``; offline comes back, drift is seen."""
+    now = timezone.now()
+    with transaction.atomic():
+        row = _locked_state(agent)
+        desired_hash = row.desired_revision.content_hash if row.desired_revision else ""
+        if row.state == NodeState.OFFLINE:
+            move(row, Event.RETURN, reason="heartbeat")
+            if desired_hash and content_hash == desired_hash:
+                move(row, Event.SUCCEED, applied_revision=applied_revision, applied_hash=content_hash)
+        elif desired_hash and row.state in (NodeState.APPLIED, NodeState.DRIFT):
+            if content_hash != desired_hash and row.state == NodeState.APPLIED:
+                move(row, Event.HASH_MISMATCH, reason=f"node runs {content_hash or 'nothing'}")
+            elif content_hash == desired_hash and row.state == NodeState.DRIFT:
+                move(row, Event.HASH_MATCH)
+        if content_hash:
+            row.applied_hash = content_hash
+        if gpus is not None:
+            row.gpus = gpus
+        row.last_heartbeat_at = now
+        row.save(update_fields=["gpus", "last_heartbeat_at", "applied_hash"])
+        NodeAgent.objects.filter(pk=agent.pk).update(last_seen_at=now)
+        _queue_driver(row)
+    return row
+
+
+def mark_offline_nodes(*, now: Any = None) -> int:
+    """Nodes whose agent has been silent for AGENT_OFFLINE_AFTER seconds go offline. Idempotent;
+    claims each row with a lock, skipping rows another sweep holds."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.AGENT_OFFLINE_AFTER)
+    moved = 0
+    with transaction.atomic():
+        rows = (
+            NodePolicyState.objects.select_for_update(skip_locked=True, of=("self",), no_key=True)
+            .select_related("node", "desired_revision")
+            .filter(last_heartbeat_at__lt=cutoff)
+            .exclude(state=NodeState.OFFLINE)
+        )
+        for row in rows:
+            move(row, Event.SILENCE, reason=f"no heartbeat since {row.last_heartbeat_at:%Y-%m-%dT%H:%M:%SZ}")
+            moved += 1
+    return moved
