@@ -87,7 +87,15 @@ class PrometheusUsageSource:
         # (a flapping server), then the hour fails and is retried by the beat job, not here for long.
         # The client mounts its retrying adapter on our session for this URL.
         self.session = session or requests.Session()
-        retry = Retry(total=2, backoff_factor=0.2, status_forcelist=(502, 503, 504), allowed_methods=None)
+        # A read that timed out is not retried: a slow server would only be asked to be slow again.
+        retry = Retry(
+            total=2,
+            read=False,
+            backoff_factor=0.2,
+            status_forcelist=(502, 503, 504),
+            allowed_methods=None,
+            raise_on_status=False,  # the last 5xx comes back as an answer, recorded with its status
+        )
         self.client = PrometheusConnect(
             url=self.url, session=self.session, retry=retry, timeout=config.timeout_seconds
         )
@@ -113,6 +121,7 @@ class PrometheusUsageSource:
             cfg.profile_label,
             *cfg.pod_labels,
             *cfg.namespace_labels,
+            *cfg.host_labels,
         ]
         card_by = [cfg.uuid_label, cfg.gpu_instance_label, cfg.profile_label, *cfg.host_labels]
         energy_by = [cfg.uuid_label, *cfg.host_labels]

@@ -74,7 +74,6 @@ def attribute_hour(
     cards = {c.uuid: c for c in plan.cards}
     by_pod = {(h.namespace, h.pod): h for h in plan.holders}
     lines: dict[tuple[str, str], UsageLine] = {}
-    seen_series: dict[tuple[str, str], int] = defaultdict(int)  # (share, meter) -> series matched
     card_holders: dict[str, set[str]] = defaultdict(set)  # card -> holders its pod series named
     holders = {h.share_key: h for h in plan.holders}
     for h in plan.holders:
@@ -116,15 +115,10 @@ def attribute_hour(
         if holder is not None:
             add(holder.share_key, meter, quantity(r, holder.ge / holder.count), SHARE, r.samples, 0,
                 holder=holder, card_key=r.uuid)  # fmt: skip
-            seen_series[(holder.share_key, meter)] += 1
             card_holders[r.uuid].add(holder.share_key)
         elif r.total > 0:
             ge = profile_ge.get(r.profile, Decimal(1)) if r.gpu_instance else Decimal(1)
-            who = (
-                f"{r.namespace}/{r.pod}"
-                if r.pod
-                else r.uuid + (f"/gi{r.gpu_instance}" if r.gpu_instance else "")
-            )
+            who = f"{r.namespace}/{r.pod}" if r.pod else _card_name(r)
             add(f"unattributed/{who}", meter, quantity(r, ge), UNATTRIBUTED, r.samples, r.samples,
                 card_key=r.uuid, node=_node(cards, r), namespace=r.namespace)  # fmt: skip
 
@@ -143,7 +137,6 @@ def attribute_hour(
                 holder=holder,
                 card_key=r.uuid,
             )
-            seen_series[(holder.share_key, meter)] += 1
             card_holders[r.uuid].add(holder.share_key)
         elif r.total > 0:
             who = f"unattributed/{r.namespace}/{r.pod}"
@@ -172,7 +165,7 @@ def attribute_hour(
         if not pot or weight_sum == 0:
             if total > 0 or seen < hour_points:
                 add(
-                    f"unattributed/{uuid}",
+                    f"unattributed/{_card_name(sample)}",
                     meter,
                     amount,
                     UNATTRIBUTED,
@@ -197,7 +190,7 @@ def attribute_hour(
                 units = 1 if h.mode in ("split", "hami") else h.count
                 add(h.share_key, meter, Decimal(0), how, 0, within * units, holder=h)
             elif line.attribution == SHARE:
-                line.samples_expected = within * max(h.count, seen_series[(h.share_key, meter)])
+                line.samples_expected = within * h.count
                 line.samples_seen = min(line.samples_seen, line.samples_expected)
     for line in lines.values():
         if line.holder is not None:
@@ -205,6 +198,13 @@ def attribute_hour(
             line.namespace = line.holder.namespace
         line.samples_seen = min(line.samples_seen, line.samples_expected)
     return [lines[k] for k in sorted(lines)]
+
+
+def _card_name(r: SeriesReading) -> str:
+    """A card as its samples name it; a sample missing the UUID label is named by its host, else kept
+    as ``unknown-card``: still counted, never dropped."""
+    card = r.uuid or (f"host/{r.host}" if r.host else "unknown-card")
+    return card + (f"/gi{r.gpu_instance}" if r.gpu_instance else "")
 
 
 def _preferred(readings: list[SeriesReading], scope: str) -> list[SeriesReading]:

@@ -12,6 +12,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -64,7 +65,8 @@ def free_port() -> int:
 class PrometheusServer:
     """Backfill then serve. ``url`` answers the query API once ``start`` returns."""
 
-    def __init__(self, series: Iterable[Series]) -> None:
+    def __init__(self, series: Iterable[Series], flags: Iterable[str] = ()) -> None:
+        self.flags = list(flags)
         self.dir = Path(tempfile.mkdtemp(prefix="metcol-prom-"))
         self.series = list(series)
         self.port = free_port()
@@ -91,6 +93,7 @@ class PrometheusServer:
                 "--storage.tsdb.retention.time=100y",
                 f"--web.listen-address=127.0.0.1:{self.port}",
                 "--web.enable-lifecycle",
+                *self.flags,
             ],
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -119,12 +122,24 @@ class PrometheusServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def serve(series: Iterable[Series]) -> Iterator[PrometheusServer]:
-    server = PrometheusServer(series).start()
+def serve(series: Iterable[Series], flags: Iterable[str] = ()) -> Iterator[PrometheusServer]:
+    server = PrometheusServer(series, flags).start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@contextmanager
+def silent_server() -> Iterator[str]:
+    """A TCP peer that accepts connections and never answers: a Prometheus too slow to wait for."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        sock.close()
 
 
 def every(start: datetime, end: datetime, step: int = 60) -> list[float]:

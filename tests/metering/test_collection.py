@@ -20,7 +20,7 @@ from metering.prom import PrometheusUsageSource, plan_chunks
 from metering.services.collection import meter_usage_hour, retry_incomplete_usage
 from metering.services.sources import configure_metrics_source
 from metering.tasks import meter_usage_hour_task
-from tests.metering.prometheus import PrometheusServer, free_port, serve
+from tests.metering.prometheus import PrometheusServer, free_port, serve, silent_server
 from tests.metering.scenario import HOUR, build_fleet, the_hour
 from tests.metering.usage_scenario import UUIDS, build, describe_cards, with_faults
 
@@ -178,6 +178,15 @@ def test_a_gap_and_nan_samples_give_incomplete_rows_not_zeros(fleet):
     assert got[("v-mig-a", "used_ge_hours")] == (D("0.091666667"), "share", 55, 60)
     # Memory was scraped throughout: complete.
     assert got[("v-h100", "memory_gib_hours")] == (D("40.000000000"), "share", 60, 60)
+    # Five negative memory samples on the MIG card are not usable either: 10 GiB x 55/60.
+    assert got[("v-mig-a", "memory_gib_hours")] == (D("9.166666667"), "share", 55, 60)
+    # A series without its UUID label is kept, by its host: 0.9 x 60/60.
+    assert got[("unattributed/host/stray-node", "used_ge_hours")] == (
+        D("0.900000000"),
+        "unattributed",
+        60,
+        60,
+    )
     rows = UsageHour.objects.filter(hour=FAULTY, source="prometheus")
     assert {r.complete for r in rows if r.samples_seen < r.samples_expected} == {False}
     assert not [r for r in rows if r.quantity == 0 and r.complete and r.samples_expected]
@@ -212,6 +221,33 @@ def test_prometheus_down_is_recorded_as_incomplete_rows_then_metered_on_retry(fl
     assert UsageHour.objects.get(
         hour=HOUR, share_key=str(fleet.allocations["v-h100"].pk), meter="used_ge_hours", source="prometheus"
     ).quantity == D("0.5")
+
+
+def test_a_query_prometheus_refuses_is_recorded_and_changes_nothing_already_read(fleet, cast):
+    # A real Prometheus whose per-query sample limit is tiny answers 422 "too many samples".
+    meter_usage_hour(cluster_id=fleet.cluster.pk, hour=HOUR, now=LATER)
+    before = list(
+        UsageHour.objects.order_by("share_key", "meter").values_list("share_key", "meter", "quantity")
+    )
+    for server in serve(build(HOUR).series, flags=["--query.max-samples=20"]):
+        configure_metrics_source(actor=cast.pat, cluster_id=fleet.cluster.pk, url=server.url)
+        refused = meter_usage_hour(cluster_id=fleet.cluster.pk, hour=HOUR, now=LATER)
+    assert "answered 422" in refused.error and "too many samples" in refused.error
+    marker = MeteredHour.objects.get(source="prometheus")
+    assert (marker.complete, marker.attempts) == (False, 2)
+    after = list(
+        UsageHour.objects.order_by("share_key", "meter").values_list("share_key", "meter", "quantity")
+    )
+    assert after == before  # an outage never overwrites what an earlier attempt read
+
+
+def test_a_prometheus_too_slow_to_answer_is_a_recorded_timeout(fleet):
+    with silent_server() as url:
+        slow = PrometheusUsageSource(url=url, config=SourceConfig(timeout_seconds=1))
+        done = meter_usage_hour(cluster_id=fleet.cluster.pk, hour=HOUR, now=LATER, source=slow)
+    assert "timed out after 1s" in done.error
+    assert done.complete is False
+    assert "timed out" in MeteredHour.objects.get(source="prometheus").last_error
 
 
 def test_only_platform_admins_configure_a_source_and_bad_names_are_refused(fleet, cast):

@@ -214,6 +214,9 @@ def with_faults(hour: datetime) -> Scenario:
     s.drop[("h100/0", "DCGM_FI_PROF_GR_ENGINE_ACTIVE")] = set(range(20, 30))
     s.drop[("h100/0", "DCGM_FI_DEV_GPU_UTIL")] = set(range(20, 30))
     s.poison[("h100-mig/0", "DCGM_FI_PROF_GR_ENGINE_ACTIVE")] = dict.fromkeys(range(5, 10), math.nan)
+    s.poison[("h100-mig/0", "DCGM_FI_DEV_FB_USED")] = dict.fromkeys(range(5, 10), -1.0)
+    # A series missing its UUID label (a misconfigured exporter): 90% all hour, kept by its host.
+    s.add("DCGM_FI_PROF_GR_ENGINE_ACTIVE", {"gpu": "0", "Hostname": "stray-node"}, 0.9, -10, 71, "stray")
     return build(hour, scenario=s)
 
 
