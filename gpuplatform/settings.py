@@ -12,6 +12,7 @@ from pathlib import Path
 
 import dj_database_url
 import django_stubs_ext
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 # Lets generic Django classes be subscripted at runtime (ModelAdmin[User]), as the type checker wants.
@@ -214,6 +215,11 @@ CELERY_TASK_DEFAULT_QUEUE = env("CELERY_TASK_DEFAULT_QUEUE", "celery")
 # tests set a few seconds so a killed worker's task comes back while they wait.
 CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 3600)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+# Metering's usage source: a cluster's MetricsSource row wins; else this Prometheus (same query API as
+# Thanos or Mimir) with the default metric names; else, where allowed (the demo), the simulated source.
+PROMETHEUS_URL = env("PROMETHEUS_URL", "")
+METERING_SIMULATED_USAGE = env_bool("METERING_SIMULATED_USAGE", False)
+METERING_MINUTE = env_int("METERING_MINUTE", 5)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # Expire ended requests and decide pending ones again (capacity freed by pods, quota edits).
     "quotas-admission-loop": {
@@ -223,6 +229,17 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # Rollouts: retries after backoff, blocked nodes that drained, MIG verification; silent agents.
     "policies-advance-rollouts": {"task": "policies.advance_running_rollouts", "schedule": 15.0},
     "policies-offline-agents": {"task": "policies.mark_offline_nodes", "schedule": 30.0},
+    # Metering: the hour that just ended, a few minutes after it (late scrapes land), for every
+    # cluster (allocation basis, and usage where it has a source); then, half an hour later, every
+    # usage hour still incomplete inside its source's retention.
+    "metering-last-hour": {
+        "task": "metering.meter_last_hour",
+        "schedule": crontab(minute=METERING_MINUTE),
+    },
+    "metering-retry-incomplete-usage": {
+        "task": "metering.retry_incomplete_usage",
+        "schedule": crontab(minute=(METERING_MINUTE + 30) % 60),
+    },
 }
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -10,6 +10,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from inventory.models import Cluster
+from metering.services.collection import meter_usage_hour, retry_incomplete_usage, usage_source_for
 from metering.services.ledger import meter_allocation_hour
 
 
@@ -25,12 +26,43 @@ def meter_hour_task(cluster_id: str, hour: str) -> dict[str, Any]:
     }
 
 
+@shared_task(name="metering.meter_usage_hour")
+def meter_usage_hour_task(cluster_id: str, hour: str) -> dict[str, Any]:
+    """Meter one cluster-hour's usage (utilisation, memory, energy) from its source; idempotent. A
+    source that fails is recorded on the hour (MeteredHour.last_error), not raised: the retry job
+    meters it again."""
+    done = meter_usage_hour(cluster_id=uuid.UUID(cluster_id), hour=datetime.fromisoformat(hour))
+    return {
+        "cluster": cluster_id,
+        "hour": done.hour.isoformat(),
+        "source": done.source,
+        "rows": done.rows,
+        "complete": done.complete,
+        "error": done.error,
+        "queries": done.queries,
+        "max_query_samples": done.max_query_samples,
+    }
+
+
 @shared_task(name="metering.meter_last_hour")
 def meter_last_hour_task() -> list[str]:
-    """Beat entry: queue the hour that just ended for every cluster, one task each."""
+    """Beat entry: queue the hour that just ended for every cluster, one task each (allocation basis),
+    and its usage where the cluster has a usage source."""
     hour = timezone.now().astimezone(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
     queued = []
     for cluster_id in Cluster.objects.order_by("name").values_list("pk", flat=True):
         meter_hour_task.delay(str(cluster_id), hour.isoformat())
+        if usage_source_for(cluster_id=cluster_id)[0] is not None:
+            meter_usage_hour_task.delay(str(cluster_id), hour.isoformat())
         queued.append(str(cluster_id))
+    return queued
+
+
+@shared_task(name="metering.retry_incomplete_usage")
+def retry_incomplete_usage_task() -> list[str]:
+    """Beat entry: meter again every incomplete usage hour still inside its source's retention."""
+    queued = []
+    for cluster_id, hour in retry_incomplete_usage():
+        meter_usage_hour_task.delay(str(cluster_id), hour.isoformat())
+        queued.append(f"{cluster_id}@{hour.isoformat()}")
     return queued

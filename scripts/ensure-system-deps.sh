@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Debian packages the test suite drives for real: Chromium (browser tests through Playwright) and
-# Prometheus (prometheus and promtool: scraping /metrics, rules, the metering backfill).
+# Prometheus with promtool (metering's collection tests backfill a TSDB and query a real server).
 # Installed only when missing and when we are root; otherwise we say what is missing and fail.
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
-command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+{ command -v prometheus && command -v promtool; } >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
@@ -17,3 +17,5 @@ echo "installing Debian packages: ${need[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# The package starts its own service where there is an init system; the tests start their own
+# server on a free port, so a service holding 9090 is left alone rather than fought over.

@@ -1,5 +1,6 @@
 from metering.models.periods import Adjustment, BillingPeriod, PeriodState, ReportLine
 from metering.models.rates import Basis, RateCard
+from metering.models.sources import MetricsSource
 from metering.models.usage import Attribution, CapacityHour, Meter, MeteredHour, UsageHour
 
 __all__ = [
@@ -10,6 +11,7 @@ __all__ = [
     "CapacityHour",
     "Meter",
     "MeteredHour",
+    "MetricsSource",
     "PeriodState",
     "RateCard",
     "ReportLine",

@@ -112,7 +112,7 @@ def _compute_hour(
         .filter(Q(present=True) | Q(gone_at__gt=hour))
         .values("id", "name", "pool_id", "pool__name", "model_key", "gpu_count")
     }
-    flavors = _flavor_names()
+    flavors = flavor_names()
     allocations = list(
         Allocation.objects.filter(cluster_id=cluster_id, started_at__lt=end)
         .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=hour))
@@ -187,7 +187,7 @@ def _compute_hour(
     return usage, capacity
 
 
-def _flavor_names() -> dict[tuple[Any, str], str]:
+def flavor_names() -> dict[tuple[Any, str], str]:
     """(pool id, resource name) -> flavor name, for the flavors bound to a pool."""
     names: dict[tuple[Any, str], str] = {}
     for flavor in Flavor.objects.filter(pool__isnull=False).order_by("name"):

@@ -25,6 +25,7 @@ from django.db.models.functions import Cast
 
 from inventory.selectors import cached_pool_resource_capacity
 from quotas import admission as engine
+from quotas import ports
 from quotas.admission.snapshot import hours
 from quotas.models import Budget, CapacityRequest, Flavor, FlavorHold
 from quotas.models.requests import HOLDING, RequestState
@@ -303,7 +304,10 @@ def _budgets(
     flavor_ids = {f.pk for f in flavors}
     if not rows:
         return ()
-    burn = burned_ge_hours(tenant_ids=[b.tenant_id for b in rows], now=now, month_start=month_start)
+    # Metering fills this port with its usage ledger's figures; quotas' own answer is the fallback.
+    burn = ports.burn_source(burned_ge_hours)(
+        tenant_ids=[b.tenant_id for b in rows], now=now, month_start=month_start
+    )
     outside = committed_outside(
         tenant_ids=[b.tenant_id for b in rows if b.flavor_id is None],
         flavor_ids=flavor_ids,

@@ -1,0 +1,332 @@
+"""Prometheus as a usage source: the only module that talks to Prometheus (prometheus-api-client).
+
+Every query aggregates on the server and returns one number per series group, never raw samples:
+``sum_over_time`` / ``count_over_time`` / ``increase`` over a ``[1h:step]`` subquery of
+``max by (...) (last_over_time(metric[step - 1ms]))``. Why that shape:
+
+- the hour is [H, H+1h): gauges are evaluated at H+1h-1ms, so the sample at H counts in this hour and
+  the one at H+1h in the next, the same on Prometheus 2 (closed ranges) and 3 (left-open ranges);
+- ``last_over_time`` over one scrape step never bridges a gap (the 5-minute lookback would), so missing
+  samples show as missing points: coverage is seen / expected points, and a gap is a gap;
+- ``>= 0`` drops NaN and negative samples (they count as missing, so the hour shows incomplete);
+- ``max by`` collapses duplicates (two exporters, a restarted exporter's new ``instance``) without
+  double counting, and ``A or B`` falls back per series (PROF_GR_ENGINE_ACTIVE, else GPU_UTIL);
+- energy is a counter: ``increase`` over the subquery at H+1h counts resets as resets (never negative).
+
+Chunks: a query's samples are about series x points of the hour. The inventory says how many series to
+expect (cards, GPU instances, pods); when that times the points passes the per-query budget the hour is
+queried in 16, 256, ... chunks by the first hex digits of the card UUID (random, so even), plus one chunk
+for UUIDs that are not hex (redacted or odd ones), so every series is read exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import requests
+from prometheus_api_client import PrometheusConnect
+from urllib3.util.retry import Retry
+
+from metering.collection.config import HamiMetric, MetricName, SourceConfig
+from metering.collection.readings import (
+    CARD_SCOPE,
+    ENERGY,
+    HAMI_SCOPE,
+    MEMORY,
+    SHARE_SCOPE,
+    UTILISATION,
+    HourPlan,
+    HourReadings,
+    QueryCost,
+    SeriesReading,
+    UsageSourceError,
+)
+
+HEX = "0123456789abcdef"
+MAX_CHUNK_DIGITS = 3  # 4,096 chunks: past that the budget is too small for the fleet, said so
+BYTES_PER_MIB = Decimal(1 << 20)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    name: str
+    matcher: str  # a PromQL matcher on the card label, or "" for the whole hour in one go
+
+    def on(self, label: str) -> str:
+        return self.matcher.replace("@", label) if self.matcher else ""
+
+
+def plan_chunks(*, expected_series: int, points: int, budget: int, variants: int = 2) -> list[Chunk]:
+    """The fewest UUID-prefix chunks keeping series x points (x the names tried) under the budget."""
+    estimate = max(1, expected_series) * points * variants
+    digits = 0
+    while estimate / 16**digits > budget and digits < MAX_CHUNK_DIGITS:
+        digits += 1
+    if digits == 0:
+        return [Chunk("all", "")]
+    chunks = []
+    for n in range(16**digits):
+        prefix = "".join(HEX[(n // 16**i) % 16] for i in reversed(range(digits)))
+        pattern = "".join(f"[{c}{c.upper()}]" if c.isalpha() else c for c in prefix)
+        chunks.append(Chunk(prefix, f'@=~"GPU-{pattern}.*"'))
+    chunks.append(Chunk("other", f'@!~"GPU-[0-9a-fA-F]{{{digits}}}.*"'))
+    return chunks
+
+
+class PrometheusUsageSource:
+    name = "prometheus"
+
+    def __init__(self, *, url: str, config: SourceConfig, session: requests.Session | None = None) -> None:
+        self.url = url.rstrip("/")
+        self.config = config
+        # Our own session, handed to the client: a short retry on 502/503/504 and connection errors
+        # (a flapping server), then the hour fails and is retried by the beat job, not here for long.
+        # The client mounts its retrying adapter on our session for this URL.
+        self.session = session or requests.Session()
+        # A read that timed out is not retried: a slow server would only be asked to be slow again.
+        retry = Retry(
+            total=2,
+            read=False,
+            backoff_factor=0.2,
+            status_forcelist=(502, 503, 504),
+            allowed_methods=None,
+            raise_on_status=False,  # the last 5xx comes back as an answer, recorded with its status
+        )
+        self.client = PrometheusConnect(
+            url=self.url, session=self.session, retry=retry, timeout=config.timeout_seconds
+        )
+
+    def ready(self) -> bool:
+        try:
+            return bool(self.client.check_prometheus_connection())
+        except requests.RequestException:
+            return False
+
+    def read_hour(self, *, plan: HourPlan) -> HourReadings:
+        cfg = self.config
+        step = cfg.scrape_interval_seconds
+        out = HourReadings(hour=plan.hour, step_seconds=step)
+        end = plan.hour + timedelta(hours=1)
+        gauge_at = end - timedelta(milliseconds=1)
+        chunks = plan_chunks(
+            expected_series=plan.expected_series, points=cfg.points_per_hour, budget=cfg.sample_budget
+        )
+        share_by = [
+            cfg.uuid_label,
+            cfg.gpu_instance_label,
+            cfg.profile_label,
+            *cfg.pod_labels,
+            *cfg.namespace_labels,
+            *cfg.host_labels,
+        ]
+        card_by = [cfg.uuid_label, cfg.gpu_instance_label, cfg.profile_label, *cfg.host_labels]
+        energy_by = [cfg.uuid_label, *cfg.host_labels]
+        for chunk in chunks:
+            estimate = max(1, plan.expected_series // max(1, len(chunks) - 1)) * cfg.points_per_hour * 2
+            for meter, metrics in ((UTILISATION, cfg.utilisation), (MEMORY, cfg.memory)):
+                for scope, by in ((SHARE_SCOPE, share_by), (CARD_SCOPE, card_by)):
+                    inner = self._dcgm(metrics, by, chunk)
+                    self._gauge(out, meter, scope, inner, chunk, gauge_at, estimate)
+            inner = self._dcgm(cfg.energy, energy_by, chunk)
+            totals = self._query(
+                out, f"energy/{CARD_SCOPE}/increase", f"increase(({inner})[1h:{step}s])", chunk, end, estimate
+            )
+            counts = self._query(
+                out,
+                f"energy/{CARD_SCOPE}/count",
+                f"count_over_time(({inner})[1h:{step}s])",
+                chunk,
+                gauge_at,
+                estimate,
+            )
+            self._collect(out, ENERGY, CARD_SCOPE, totals, counts, variant=0)
+            for meter, hami in ((UTILISATION, cfg.hami_utilisation), (MEMORY, cfg.hami_memory)):
+                for variant, metric in enumerate(hami):
+                    inner = self._hami(metric, chunk, to_mib=meter == MEMORY)
+                    self._gauge(out, meter, HAMI_SCOPE, inner, chunk, gauge_at, estimate, variant, metric)
+        return out
+
+    # -- query building --------------------------------------------------------------------------
+
+    def _matchers(self, chunk: Chunk, label: str) -> str:
+        parts = [*self.config.selector]
+        if chunk.matcher:
+            parts.append(chunk.on(label))
+        return ",".join(parts)
+
+    def _window(self) -> str:
+        return f"{self.config.scrape_interval_seconds * 1000 - 1}ms"
+
+    def _dcgm(self, metrics: tuple[MetricName, ...], by: list[str], chunk: Chunk) -> str:
+        sel = self._matchers(chunk, self.config.uuid_label)
+        parts = [
+            f"(last_over_time({m.name}{{{sel}}}[{self._window()}]){_times(m.scale)} >= 0)" for m in metrics
+        ]
+        return f"max by ({', '.join(dict.fromkeys(by))}) ({' or '.join(parts)})"
+
+    def _hami(self, metric: HamiMetric, chunk: Chunk, *, to_mib: bool) -> str:
+        sel = self._matchers(chunk, metric.device_label)
+        scale = metric.scale / float(BYTES_PER_MIB) if to_mib else metric.scale
+        by = ", ".join((metric.device_label, metric.pod_label, metric.namespace_label))
+        # Summed over containers: a pod is the share.
+        return f"sum by ({by}) (last_over_time({metric.name}{{{sel}}}[{self._window()}]){_times(scale)} >= 0)"
+
+    def _gauge(
+        self,
+        out: HourReadings,
+        meter: str,
+        scope: str,
+        inner: str,
+        chunk: Chunk,
+        at: datetime,
+        estimate: int,
+        variant: int = 0,
+        hami: HamiMetric | None = None,
+    ) -> None:
+        step = self.config.scrape_interval_seconds
+        label = f"{meter}/{scope}" + (f"/{hami.name}" if hami else "")
+        totals = self._query(
+            out, f"{label}/sum", f"sum_over_time(({inner})[1h:{step}s])", chunk, at, estimate
+        )
+        counts = self._query(
+            out, f"{label}/count", f"count_over_time(({inner})[1h:{step}s])", chunk, at, estimate
+        )
+        self._collect(out, meter, scope, totals, counts, variant=variant, hami=hami)
+
+    # -- talking to Prometheus -------------------------------------------------------------------
+
+    def _query(
+        self, out: HourReadings, label: str, query: str, chunk: Chunk, at: datetime, estimate: int
+    ) -> list[dict[str, Any]]:
+        params = {"query": query, "time": f"{at.timestamp():.3f}", "stats": "all"}
+        try:
+            response = self.session.post(
+                f"{self.url}/api/v1/query", data=params, timeout=self.config.timeout_seconds
+            )
+        except requests.Timeout as exc:
+            raise UsageSourceError(
+                f"Prometheus timed out after {self.config.timeout_seconds}s ({label})"
+            ) from exc
+        except requests.RequestException as exc:
+            raise UsageSourceError(f"Prometheus unreachable at {self.url}: {type(exc).__name__}") from exc
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        if response.status_code != 200 or body.get("status") != "success":
+            detail = body.get("error") or response.text[:200]
+            raise UsageSourceError(f"Prometheus answered {response.status_code} to {label}: {detail}")
+        data = body.get("data") or {}
+        if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
+            raise UsageSourceError(f"Prometheus gave a malformed answer to {label}")
+        for warning in body.get("warnings") or ():
+            # A partial answer (Thanos/Mimir with a store down): what came back is used, the points
+            # it lacks make the hour incomplete, and the warning is kept with the hour.
+            out.notes.append(f"{label} [{chunk.name}]: {warning}")
+        stats = (data.get("stats") or {}).get("samples") or {}
+        samples = stats.get("totalQueryableSamples")
+        out.queries.append(
+            QueryCost(
+                label,
+                chunk.name,
+                estimate,
+                int(samples) if samples is not None else None,
+                len(data["result"]),
+            )
+        )
+        return data["result"]
+
+    def _collect(
+        self,
+        out: HourReadings,
+        meter: str,
+        scope: str,
+        totals: list[dict[str, Any]],
+        counts: list[dict[str, Any]],
+        *,
+        variant: int,
+        hami: HamiMetric | None = None,
+    ) -> None:
+        seen = {_key(r["metric"]): _number(r["value"][1]) for r in counts}
+        for r in totals:
+            labels = r["metric"]
+            total = _number(r["value"][1])
+            if total is None or not total.is_finite():
+                out.notes.append(
+                    f"{meter}/{scope}: a non-finite total for {json.dumps(labels, sort_keys=True)}"
+                )
+                continue
+            samples = seen.get(_key(labels)) or Decimal(0)
+            out.readings.append(self._reading(meter, scope, labels, total, int(samples), variant, hami))
+
+    def _reading(
+        self,
+        meter: str,
+        scope: str,
+        labels: dict[str, str],
+        total: Decimal,
+        samples: int,
+        variant: int,
+        hami: HamiMetric | None,
+    ) -> SeriesReading:
+        cfg = self.config
+        if hami is not None:
+            return SeriesReading(
+                meter,
+                scope,
+                labels.get(hami.device_label, ""),
+                total,
+                samples,
+                namespace=labels.get(hami.namespace_label, ""),
+                pod=labels.get(hami.pod_label, ""),
+                variant=variant,
+            )
+        return SeriesReading(
+            meter,
+            scope,
+            labels.get(cfg.uuid_label, ""),
+            total,
+            samples,
+            gpu_instance=labels.get(cfg.gpu_instance_label, ""),
+            profile=labels.get(cfg.profile_label, ""),
+            host=_first(labels, cfg.host_labels),
+            namespace=_first(labels, cfg.namespace_labels),
+            pod=_first(labels, cfg.pod_labels),
+            variant=variant,
+        )
+
+
+def _times(scale: float) -> str:
+    return "" if scale == 1 else f" * {scale!r}"
+
+
+def _first(labels: dict[str, str], names: tuple[str, ...]) -> str:
+    """The first non-empty of the candidate labels: old exporters send pod="" when idle, new ones
+    send no label; behind kube-prometheus exported_pod names the workload and pod the exporter."""
+    for name in names:
+        if labels.get(name):
+            return labels[name]
+    return ""
+
+
+def _key(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(labels.items()))
+
+
+def _number(text: str) -> Decimal | None:
+    try:
+        value = Decimal(text)
+    except (InvalidOperation, TypeError):
+        return None
+    return value if value.is_finite() else None
+
+
+def chunk_count(*, expected_series: int, points: int, budget: int) -> int:
+    return len(plan_chunks(expected_series=expected_series, points=points, budget=budget))
+
+
+__all__ = ["Chunk", "PrometheusUsageSource", "chunk_count", "plan_chunks"]
