@@ -23,6 +23,7 @@ from inventory.api.views import (
     NodeViewSet,
     ResourceClaimViewSet,
 )
+from metering.api.exports import ReportExportView, ReportJobViewSet
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
 from quotas import views as quota_views
 from quotas.api.catalogue import (
@@ -58,9 +59,12 @@ router.register("usage", UsageViewSet, basename="usage")
 router.register("rate-cards", RateCardViewSet, basename="rate-card")
 router.register("billing-periods", BillingPeriodViewSet, basename="billing-period")
 router.register("reports", ReportLineViewSet, basename="report")
+router.register("report-jobs", ReportJobViewSet, basename="report-job")
 
 api_v1: list[URLPattern | URLResolver] = [
     path("me/", MeView.as_view(), name="me"),
+    # Before the router: "reports/<pk>/" would take "export" for a line's id.
+    path("reports/export/", ReportExportView.as_view(), name="report-export"),
     path("", include(router.urls)),
 ]
 

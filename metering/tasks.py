@@ -10,6 +10,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from inventory.models import Cluster
+from metering.report_tasks import build_report_task  # noqa: F401  (registers metering.build_report)
 from metering.services.ledger import meter_allocation_hour
 
 

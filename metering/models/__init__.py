@@ -1,3 +1,4 @@
+from metering.models.jobs import ExportFormat, JobState, ReportFile, ReportJob
 from metering.models.periods import Adjustment, BillingPeriod, PeriodState, ReportLine
 from metering.models.rates import Basis, RateCard
 from metering.models.usage import Attribution, CapacityHour, Meter, MeteredHour, UsageHour
@@ -8,10 +9,14 @@ __all__ = [
     "Basis",
     "BillingPeriod",
     "CapacityHour",
+    "ExportFormat",
+    "JobState",
     "Meter",
     "MeteredHour",
     "PeriodState",
     "RateCard",
+    "ReportFile",
+    "ReportJob",
     "ReportLine",
     "UsageHour",
 ]
