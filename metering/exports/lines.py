@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 
 from metering.exports.rows import ExportLine
 from metering.models import BillingPeriod, ReportLine
+from tenants.models import Tenant
 
 CHUNK = 2000
 
@@ -41,6 +42,8 @@ FIELDS = (
 
 def export_lines(lines: QuerySet[ReportLine, Any]) -> Iterator[ExportLine]:
     """``lines`` (already scoped to the viewer) in the report's order, as plain rows."""
+    slugs = {str(pk).replace("-", ""): slug for pk, slug in Tenant.objects.values_list("pk", "slug")}
+    readable: dict[str, str] = {}
     bounds = {
         p.label: (p.starts_at, p.ends_at) for p in BillingPeriod.objects.only("label", "starts_at", "ends_at")
     }
@@ -57,7 +60,7 @@ def export_lines(lines: QuerySet[ReportLine, Any]) -> Iterator[ExportLine]:
             kind=kind,
             tenant_id=str(tenant_id) if tenant_id else "",
             tenant_slug=slug,
-            tenant_path=path,
+            tenant_path=readable.get(path) or readable.setdefault(path, _slug_path(path, slugs)),
             cost_centre=centre,
             pool=pool,
             flavor=flavor,
@@ -75,3 +78,11 @@ def export_lines(lines: QuerySet[ReportLine, Any]) -> Iterator[ExportLine]:
             adjusts_end=adjusted[1] if adjusted else None,
             rate_card=card,
         )
+
+
+def _slug_path(path: str, slugs: dict[str, str]) -> str:
+    """ "/<hex>/<hex>/" (ids, as stored) as "/acme/research/": what finance reads. A tenant deleted
+    since keeps its id."""
+    if not path:
+        return ""
+    return "/" + "".join(f"{slugs.get(part, part)}/" for part in path.strip("/").split("/"))

@@ -59,7 +59,7 @@ def usage(
         cluster=p.cluster,
         period=p.period,
         hour=hour,
-        share_key=f"share-{tenant.slug if tenant else 'none'}",
+        share_key=extra.pop("share_key", f"share-{tenant.slug if tenant else 'none'}"),
         meter=meter,
         tenant=tenant,
         pool=p.pool,
