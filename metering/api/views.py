@@ -58,7 +58,7 @@ class UsageViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewS
         if granularity is None:
             return super().list(request, *args, **kwargs)
         page = self.paginate_queryset(bucketed(self.filter_queryset(self.get_queryset()), granularity))
-        return self.get_paginated_response(UsageBucketSerializer(page, many=True).data)
+        return self.get_paginated_response(UsageBucketSerializer(page, many=True).data)  # type: ignore[arg-type]
 
 
 class RateCardFilter(FilterSet):
