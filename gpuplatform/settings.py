@@ -258,6 +258,11 @@ BILLING_TIMEZONE = env("BILLING_TIMEZONE", "UTC")
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every start when it is missing
+# Uploaded and generated files (a billing period's export files): under var/ by default, beside the
+# demo's database; a deployment points it at a persistent volume.
+MEDIA_ROOT = env("MEDIA_ROOT", str(BASE_DIR / "var" / "media"))
+MEDIA_URL = "/media/"  # not served: files are downloaded through views that check who asks
+
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

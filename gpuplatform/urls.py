@@ -24,6 +24,8 @@ from inventory.api.views import (
     NodeViewSet,
     ResourceClaimViewSet,
 )
+from metering import views as metering_views
+from metering.api.exports import ReportExportView, ReportJobViewSet
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
 from policies import rollout_views
 from policies.api import agents as agent_api
@@ -65,6 +67,7 @@ router.register("reports", ReportLineViewSet, basename="report")
 router.register("agent-bootstrap-tokens", BootstrapTokenViewSet, basename="agent-bootstrap-token")
 router.register("agents", NodeAgentViewSet, basename="agent")
 router.register("rollouts", RolloutViewSet, basename="rollout")
+router.register("report-jobs", ReportJobViewSet, basename="report-job")
 
 api_v1: list[URLPattern | URLResolver] = [
     path("me/", MeView.as_view(), name="me"),
@@ -74,6 +77,8 @@ api_v1: list[URLPattern | URLResolver] = [
     path("agents/status/", agent_api.StatusView.as_view(), name="agent-status"),
     path("agents/heartbeat/", agent_api.HeartbeatView.as_view(), name="agent-heartbeat"),
     path("agents/bundle/", agent_api.bundle_view, name="agent-bundle"),
+    # Before the router: "reports/<pk>/" would take "export" for a line's id.
+    path("reports/export/", ReportExportView.as_view(), name="report-export"),
     path("", include(router.urls)),
 ]
 
@@ -120,6 +125,21 @@ urlpatterns = [
     path("queues/requests/new/", quota_views.request_capacity, name="queues-request-new"),
     path("queues/requests/<uuid:request_id>/", quota_views.request_detail, name="queues-request"),
     path("queues/requests/<uuid:request_id>/<str:verdict>/", quota_views.decide, name="queues-decide"),
+    path("metering/", metering_views.usage, name="metering-usage"),
+    path("metering/rate-cards/", metering_views.rate_cards, name="metering-rate-cards"),
+    path("metering/periods/", metering_views.periods, name="metering-periods"),
+    path("metering/periods/<uuid:period_id>/", metering_views.period_detail, name="metering-period"),
+    path(
+        "metering/periods/<uuid:period_id>/close/", metering_views.period_close, name="metering-period-close"
+    ),
+    path(
+        "metering/periods/<uuid:period_id>/start-closing/",
+        metering_views.period_start_closing,
+        name="metering-period-start-closing",
+    ),
+    path("metering/periods/<uuid:period_id>/reports/", metering_views.job_create, name="metering-job-create"),
+    path("metering/jobs/<uuid:job_id>/", metering_views.job_progress, name="metering-job-progress"),
+    path("metering/jobs/<uuid:job_id>/<str:fmt>/", metering_views.job_download, name="metering-job-download"),
     path("<slug:section>/", ui_views.section_placeholder, name="section"),
 ]
 

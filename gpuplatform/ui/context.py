@@ -13,7 +13,7 @@ SECTIONS = [
     ("queues", "Queues", "queues", None),
     ("inventory", "Inventory", "inventory", None),
     ("policies", "Policies", "section", "policies"),
-    ("metering", "Metering", "section", "metering"),
+    ("metering", "Metering", "metering-usage", None),
     ("slos", "SLOs", "section", "slos"),
     ("audit", "Audit", "audit-log", None),
 ]

@@ -17,11 +17,6 @@ COMING = {
         "Sharing policies per node pool (MIG, time-slicing, MPS, HAMi), signed revisions, rollouts to node "
         "agents with acknowledgements, and drift.",
     ),
-    "metering": (
-        "Metering",
-        "Hourly usage from Prometheus, rate cards, billing periods and chargeback exports "
-        "(CSV, XLSX, FOCUS).",
-    ),
     "slos": ("SLOs", "Queue wait, quota backed by inventory, share delivery, GPU health and rollout SLOs."),
 }
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from rest_framework import serializers
 
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
@@ -57,6 +59,7 @@ class RateCardSerializer(StrictModelSerializer):
             "price_per_ge_hour",
             "energy_price_per_kwh",
             "basis",
+            "blend_weight",
             "effective_from",
             "effective_to",
             "note",
@@ -78,6 +81,9 @@ class RateCardCreateSerializer(StrictSerializer):
         allow_null=True,
     )
     basis = serializers.ChoiceField(choices=Basis.choices, default=Basis.ALLOCATION)
+    blend_weight = serializers.DecimalField(
+        max_digits=4, decimal_places=3, min_value=0, max_value=1, required=False, default=Decimal("0.5")
+    )
     effective_from = serializers.DateTimeField()
     effective_to = serializers.DateTimeField(required=False, allow_null=True)
     note = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
@@ -130,5 +136,8 @@ class ReportLineSerializer(StrictModelSerializer):
             "amount_exact",
             "amount",
             "adjusts",
+            "basis",
+            "used_ge_hours",
+            "rate_card_ref",
         ]
         read_only_fields = fields

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -22,6 +22,7 @@ from metering.api.serializers import (
     ReportLineSerializer,
     UsageHourSerializer,
 )
+from metering.api.usage_buckets import GRANULARITIES, UsageBucketSerializer, bucketed, granularity_of
 from metering.models import BillingPeriod, RateCard, ReportLine, UsageHour
 from metering.services import periods as period_services
 from metering.services import rates as rate_services
@@ -46,6 +47,18 @@ class UsageViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewS
     queryset = UsageHour.objects.select_related("tenant").order_by("hour", "share_key", "meter", "id")
     serializer_class = UsageHourSerializer
     filterset_class = UsageFilter
+
+    @extend_schema(
+        parameters=[OpenApiParameter("granularity", str, enum=list(GRANULARITIES))],
+        responses=UsageHourSerializer(many=True),
+    )
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Rows as metered; with ``?granularity=hour|day|month``, sums per bucket (UsageBucketSerializer)."""
+        granularity = granularity_of(request.query_params.get("granularity"))
+        if granularity is None:
+            return super().list(request, *args, **kwargs)
+        page = self.paginate_queryset(bucketed(self.filter_queryset(self.get_queryset()), granularity))
+        return self.get_paginated_response(UsageBucketSerializer(page, many=True).data)  # type: ignore[arg-type]
 
 
 class RateCardFilter(FilterSet):

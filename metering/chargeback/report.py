@@ -10,14 +10,19 @@ difference between the sum of rounded lines and the rounded total being the resi
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from fractions import Fraction
 
 from metering.chargeback.money import round_money
 
 __all__ = [
+    "IDLE_CENTRAL",
+    "IDLE_DISTRIBUTED",
+    "IDLE_MODES",
     "ChargeLine",
     "Chargeback",
     "PoolCapacity",
@@ -45,6 +50,9 @@ class PricedUsage:
     card_hours: Decimal  # physical card-hours charged by the card-hour rule
     kind: str = "charge"  # or "adjustment" for late data of a closed period
     adjusts: str = ""  # for adjustments: what it adjusts (period label)
+    basis: str = "allocation"  # what ``card_hours`` measures: allocation, utilisation or blended
+    used_ge_hours: Decimal | None = None  # GE-hours used (utilisation meter); None when not measured
+    rate_card: str = ""  # the rate card's id, "" when unpriced
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +65,8 @@ class PoolCapacity:
     unit_price: Decimal | None
     card_hours: Decimal
     idle_card_hours: Decimal
+    basis: str = "allocation"
+    rate_card: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +84,9 @@ class ChargeLine:
     amount_exact: Decimal | None
     amount: Decimal | None
     adjusts: str = ""
+    basis: str = "allocation"
+    used_ge_hours: Decimal | None = None
+    rate_card: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,12 +123,27 @@ class Chargeback:
     unpriced_card_hours: Decimal  # usage and capacity no rate card covered: shown, not priced
 
 
-_LineKey = tuple[str, str, str, str, str, str, str, Decimal | None, str]
+IDLE_CENTRAL = "central"
+IDLE_DISTRIBUTED = "distributed"
+IDLE_MODES = (IDLE_CENTRAL, IDLE_DISTRIBUTED)
+QTY = Decimal("1e-9")  # card-hours are stored to nine places
+
+_LineKey = tuple[str, str, str, str, str, str, str, Decimal | None, str, str, str]
 
 
-def compute_chargeback(*, usage: Iterable[PricedUsage], capacity: Iterable[PoolCapacity]) -> Chargeback:
-    """Group, price and round the period; deterministic order (sorted keys) so re-runs are identical."""
+def compute_chargeback(
+    *, usage: Iterable[PricedUsage], capacity: Iterable[PoolCapacity], idle: str = IDLE_CENTRAL
+) -> Chargeback:
+    """Group, price and round the period; deterministic order (sorted keys) so re-runs are identical.
+
+    ``idle`` central: each pool's idle card-hours are one line the platform carries. Distributed: they
+    are shared among the pool's charge lines at the same price in proportion to the card-hours each
+    was charged (``idle_share`` lines), to the nanohour with the remainder placed so the shares sum
+    to the idle exactly; a pool nobody was charged on keeps its idle central."""
+    if idle not in IDLE_MODES:
+        raise ValueError(f"idle must be one of {IDLE_MODES}, not {idle!r}")
     grouped: dict[_LineKey, list[Decimal]] = defaultdict(lambda: [ZERO, ZERO, ZERO])
+    used_by: dict[_LineKey, Decimal] = {}  # only lines with a utilisation measure have one
     unpriced = ZERO
     for u in usage:
         key = (
@@ -128,17 +156,21 @@ def compute_chargeback(*, usage: Iterable[PricedUsage], capacity: Iterable[PoolC
             u.currency,
             u.unit_price,
             u.adjusts,
+            u.basis,
+            u.rate_card,
         )
         acc = grouped[key]
         acc[0] += u.ge_hours
         acc[1] += u.card_hours
+        if u.used_ge_hours is not None:
+            used_by[key] = used_by.get(key, ZERO) + u.used_ge_hours
         if u.unit_price is None:
             unpriced += u.card_hours
         else:
             acc[2] += u.card_hours * u.unit_price
     lines: list[ChargeLine] = []
     for key in sorted(grouped, key=_sort_key):
-        kind, tenant, path, pool, flavor, model, currency, price, adjusts = key
+        kind, tenant, path, pool, flavor, model, currency, price, adjusts, basis, card = key
         ge_hours, card_hours, exact = grouped[key]
         lines.append(
             ChargeLine(
@@ -155,49 +187,108 @@ def compute_chargeback(*, usage: Iterable[PricedUsage], capacity: Iterable[PoolC
                 amount_exact=None if price is None else exact,
                 amount=None if price is None else round_money(exact, currency),
                 adjusts=adjusts,
+                basis=basis,
+                used_ge_hours=used_by.get(key),
+                rate_card=card,
             )
         )
-    idle: dict[tuple[str, str, str, Decimal | None], list[Decimal]] = defaultdict(lambda: [ZERO, ZERO, ZERO])
+    idle_acc: dict[tuple[str, str, str, Decimal | None, str, str], list[Decimal]] = defaultdict(
+        lambda: [ZERO, ZERO, ZERO]
+    )
     for c in capacity:
-        acc = idle[(c.pool, c.gpu_model, c.currency, c.unit_price)]
-        acc[0] += c.card_hours
-        acc[1] += c.idle_card_hours
+        cap = idle_acc[(c.pool, c.gpu_model, c.currency, c.unit_price, c.basis, c.rate_card)]
+        cap[0] += c.card_hours
+        cap[1] += c.idle_card_hours
         if c.unit_price is None:
             unpriced += c.idle_card_hours
         else:
-            acc[2] += c.card_hours * c.unit_price
+            cap[2] += c.card_hours * c.unit_price
     physical: dict[tuple[str, str], list[Decimal]] = defaultdict(lambda: [ZERO, ZERO])
-    for (pool, model, currency, price), (card_hours, idle_hours, physical_exact) in sorted(
-        idle.items(), key=lambda item: _sort_key((*item[0][:3], item[0][3]))
+    charges = [line for line in lines if line.kind == "charge"]
+    for (pool, model, currency, price, basis, card), (card_hours, idle_hours, physical_exact) in sorted(
+        idle_acc.items(), key=lambda item: _sort_key(item[0])
     ):
-        idle_exact = None if price is None else idle_hours * price
-        lines.append(
-            ChargeLine(
-                kind="idle",
-                tenant="",
-                tenant_path="",
-                pool=pool,
-                flavor="",
-                gpu_model=model,
-                currency=currency,
-                unit_price=price,
-                ge_hours=ZERO,
-                card_hours=idle_hours,
-                amount_exact=idle_exact,
-                amount=None if idle_exact is None else round_money(idle_exact, currency),
+        shares: list[ChargeLine] = []
+        if idle == IDLE_DISTRIBUTED and price is not None:
+            takers = [
+                line
+                for line in charges
+                if (line.pool, line.gpu_model, line.currency, line.unit_price, line.rate_card)
+                == (pool, model, currency, price, card)
+                and line.card_hours > 0
+            ]
+            shares = _idle_shares(takers, idle_hours, price)
+        left = idle_hours - sum((s.card_hours for s in shares), ZERO)
+        lines.extend(shares)
+        if not shares or left:
+            idle_exact = None if price is None else left * price
+            lines.append(
+                ChargeLine(
+                    kind="idle",
+                    tenant="",
+                    tenant_path="",
+                    pool=pool,
+                    flavor="",
+                    gpu_model=model,
+                    currency=currency,
+                    unit_price=price,
+                    ge_hours=ZERO,
+                    card_hours=left,
+                    amount_exact=idle_exact,
+                    amount=None if idle_exact is None else round_money(idle_exact, currency),
+                    basis=basis,
+                    rate_card=card,
+                )
             )
-        )
         if price is None:
             continue  # unpriced capacity is counted in unpriced_card_hours, not reconciled in money
-        acc = physical[(pool, currency)]
-        acc[0] += card_hours
-        acc[1] += physical_exact
+        phys = physical[(pool, currency)]
+        phys[0] += card_hours
+        phys[1] += physical_exact
     return Chargeback(
         lines=tuple(lines),
         rollups=_rollups(lines),
         reconciliations=_reconcile(lines, physical),
         unpriced_card_hours=unpriced,
     )
+
+
+def _idle_shares(takers: list[ChargeLine], idle_hours: Decimal, price: Decimal) -> list[ChargeLine]:
+    """``idle_hours`` shared by the takers' card-hours: each share floored to the nanohour, the
+    nanohours left given one each by largest remainder (ties to the earlier line), so they sum
+    exactly."""
+    weight = sum((t.card_hours for t in takers), ZERO)
+    if weight <= 0 or idle_hours == 0:
+        return []
+    exact = [Fraction(idle_hours) * Fraction(t.card_hours) / Fraction(weight) for t in takers]
+    floors = [Fraction(math.floor(e / Fraction(QTY))) * Fraction(QTY) for e in exact]
+    left = round((Fraction(idle_hours) - sum(floors, Fraction(0))) / Fraction(QTY))
+    order = sorted(range(len(takers)), key=lambda i: (-(exact[i] - floors[i]), i))
+    for i in order[:left]:
+        floors[i] += Fraction(QTY)
+    shares = []
+    for taker, hours in zip(takers, floors, strict=True):
+        card_hours = (Decimal(hours.numerator) / Decimal(hours.denominator)).quantize(QTY)
+        amount_exact = card_hours * price
+        shares.append(
+            ChargeLine(
+                kind="idle_share",
+                tenant=taker.tenant,
+                tenant_path=taker.tenant_path,
+                pool=taker.pool,
+                flavor=taker.flavor,
+                gpu_model=taker.gpu_model,
+                currency=taker.currency,
+                unit_price=price,
+                ge_hours=ZERO,
+                card_hours=card_hours,
+                amount_exact=amount_exact,
+                amount=round_money(amount_exact, taker.currency),
+                basis=taker.basis,
+                rate_card=taker.rate_card,
+            )
+        )
+    return shares
 
 
 def _sort_key(key: tuple[object, ...]) -> tuple[str, ...]:
@@ -214,6 +305,7 @@ def _reconcile(
         if line.kind == "adjustment" or line.amount is None:
             continue
         acc = charged[(line.pool, line.currency)]
+        # idle_share lines are the pool's idle, carried by tenants: they count as idle here.
         acc[0 if line.kind == "charge" else 1] += line.card_hours
         acc[2] += line.amount
     result = []

@@ -1,3 +1,4 @@
+from metering.models.jobs import ExportFormat, JobState, ReportFile, ReportJob
 from metering.models.periods import Adjustment, BillingPeriod, PeriodState, ReportLine
 from metering.models.rates import Basis, RateCard
 from metering.models.sources import MetricsSource
@@ -9,11 +10,15 @@ __all__ = [
     "Basis",
     "BillingPeriod",
     "CapacityHour",
+    "ExportFormat",
+    "JobState",
     "Meter",
     "MeteredHour",
     "MetricsSource",
     "PeriodState",
     "RateCard",
+    "ReportFile",
+    "ReportJob",
     "ReportLine",
     "UsageHour",
 ]

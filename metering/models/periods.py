@@ -63,7 +63,7 @@ class ReportLine(models.Model):
 
     period = models.ForeignKey(BillingPeriod, on_delete=models.PROTECT, related_name="lines")
     line_no = models.PositiveIntegerField()
-    kind = models.CharField(max_length=12)  # charge, idle, adjustment
+    kind = models.CharField(max_length=12)  # charge, idle, idle_share, adjustment
     tenant = models.ForeignKey(
         "tenants.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
@@ -82,6 +82,11 @@ class ReportLine(models.Model):
     )
     amount = models.DecimalField(max_digits=MONEY_DIGITS, decimal_places=4, null=True, blank=True)
     adjusts = models.CharField(max_length=7, blank=True)  # label of the period an adjustment corrects
+    basis = models.CharField(max_length=16, blank=True)  # the rate card's basis that priced it
+    used_ge_hours = models.DecimalField(  # GE-hours used (utilisation meter), null when not measured
+        max_digits=QTY_DIGITS, decimal_places=QTY_PLACES, null=True, blank=True
+    )
+    rate_card_ref = models.CharField(max_length=36, blank=True)  # the pricing card's id (not a FK: frozen)
 
     objects = TenantUsageQuerySet.as_manager()
 

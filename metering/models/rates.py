@@ -5,6 +5,7 @@ PostgreSQL, by an exclusion constraint (metering/migrations/0002)."""
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 
 from django.db import models
 from django.utils import timezone
@@ -28,6 +29,10 @@ class RateCard(models.Model):
     price_per_ge_hour = models.DecimalField(max_digits=18, decimal_places=6)
     energy_price_per_kwh = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
     basis = models.CharField(max_length=16, choices=Basis.choices, default=Basis.ALLOCATION)
+    # Blended basis: the share of the price paid on what was held (the rest on what was used).
+    blend_weight = models.DecimalField(
+        max_digits=4, decimal_places=3, default=Decimal("0.5"), db_default=Decimal("0.5")
+    )
     effective_from = models.DateTimeField()
     effective_to = models.DateTimeField(null=True, blank=True)  # exclusive; NULL: until further notice
     note = models.CharField(max_length=200, blank=True)
@@ -46,6 +51,11 @@ class RateCard(models.Model):
             ),
             models.CheckConstraint(
                 condition=models.Q(price_per_ge_hour__gte=0), name="ratecard_price_not_negative"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(blend_weight__gte=0, blend_weight__lte=1),
+                name="ratecard_blend_weight_in_unit",
+                violation_error_message="A blend weight lies between 0 and 1.",
             ),
         ]
 

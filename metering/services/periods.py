@@ -95,7 +95,9 @@ def start_closing_period(*, actor: Any, period_id: uuid.UUID, now: datetime | No
     return period
 
 
-def close_billing_period(*, actor: Any, period_id: uuid.UUID, now: datetime | None = None) -> BillingPeriod:
+def close_billing_period(
+    *, actor: Any, period_id: uuid.UUID, now: datetime | None = None, idle: str | None = None
+) -> BillingPeriod:
     """Build the final report and close: from then on the database refuses any change to the period's
     rows, and late data becomes adjustments in the next open period. Locks the period; closing a
     closed period is refused (409), so a double click cannot rebuild a frozen report."""
@@ -105,7 +107,7 @@ def close_billing_period(*, actor: Any, period_id: uuid.UUID, now: datetime | No
         if now < period.ends_at:
             raise Conflict(f"billing period {period.label} has not ended yet", code="period_not_over")
         before = snapshot(period, AUDITED)
-        write_report(period=period, at=now)
+        write_report(period=period, at=now, idle=idle)
         period.state, period.closed_at, period.closed_by = PeriodState.CLOSED, now, actor
         period.closing_at = period.closing_at or now
         period.save(update_fields=["state", "closed_at", "closed_by", "closing_at"])

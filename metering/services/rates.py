@@ -64,6 +64,7 @@ def create_rate_card(
     flavor_id: uuid.UUID | None = None,
     energy_price_per_kwh: Decimal | None = None,
     basis: str = Basis.ALLOCATION,
+    blend_weight: Decimal = Decimal("0.5"),
     note: str = "",
 ) -> RateCard:
     """Add a price. Locks the same model's cards, refuses an overlap (the exclusion constraint is the
@@ -76,6 +77,8 @@ def create_rate_card(
         raise ValidationFailed("prices cannot be negative", field="price_per_ge_hour")
     if basis not in Basis.values:
         raise ValidationFailed(f"basis must be one of {', '.join(Basis.values)}", field="basis")
+    if not Decimal(0) <= blend_weight <= Decimal(1):
+        raise ValidationFailed("blend_weight lies between 0 and 1", field="blend_weight")
     start = _whole_hour(effective_from, "effective_from")
     end = _whole_hour(effective_to, "effective_to") if effective_to is not None else None
     if end is not None and end <= start:
@@ -118,6 +121,7 @@ def create_rate_card(
             currency=currency,
             price_per_ge_hour=price_per_ge_hour,
             energy_price_per_kwh=energy_price_per_kwh,
+            blend_weight=blend_weight,
             basis=basis,
             effective_from=start,
             effective_to=end,

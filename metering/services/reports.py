@@ -14,17 +14,37 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from gpuplatform.errors import Conflict, NotFound
-from metering.chargeback.report import Chargeback, PoolCapacity, PricedUsage, compute_chargeback
-from metering.models import Adjustment, BillingPeriod, CapacityHour, Meter, PeriodState, ReportLine, UsageHour
+from gpuplatform.errors import Conflict, NotFound, ValidationFailed
+from metering.chargeback.report import (
+    IDLE_CENTRAL,
+    IDLE_MODES,
+    Chargeback,
+    PoolCapacity,
+    PricedUsage,
+    compute_chargeback,
+)
+from metering.models import (
+    Adjustment,
+    Basis,
+    BillingPeriod,
+    CapacityHour,
+    Meter,
+    PeriodState,
+    ReportLine,
+    UsageHour,
+)
 from metering.services.pricing import load_cards, price_segments
 from tenants.models import Tenant
 
 ZERO = Decimal(0)
+ONE = Decimal(1)
+QTY = Decimal("1e-9")
 _HOUR = timedelta(hours=1)
 
 
-def compute_period_chargeback(*, period: BillingPeriod) -> tuple[Chargeback, dict[str, str]]:
+def compute_period_chargeback(
+    *, period: BillingPeriod, idle: str = IDLE_CENTRAL
+) -> tuple[Chargeback, dict[str, str]]:
     """The period's chargeback and the pool labels (pool id -> "cluster/pool"). Reads only."""
     cards = load_cards(start=period.starts_at, end=period.ends_at)
     tenants = {str(t["pk"]): t for t in Tenant.objects.values("pk", "path", "slug", "cost_centre")}
@@ -49,31 +69,49 @@ def compute_period_chargeback(*, period: BillingPeriod) -> tuple[Chargeback, dic
         ):
             price = seg.card.price_per_ge_hour if seg.card else None
             currency = seg.card.currency if seg.card else ""
+            basis = seg.card.basis if seg.card else Basis.ALLOCATION
+            card_ref = str(seg.card.pk) if seg.card else ""
             hours = {"hour__gte": seg.start, "hour__lt": seg.end, "pool_id": pool_id, "gpu_model": model}
-            for agg in (
-                UsageHour.objects.filter(period=period, meter=Meter.ALLOCATED_GE_HOURS, **hours)
-                .values("tenant_id", "flavor_name")
-                .annotate(ge_hours=Sum("quantity"), card_hours=Sum("card_hours"))
-                .order_by("tenant_id", "flavor_name")
-            ):
-                tenant = tenants.get(str(agg["tenant_id"])) if agg["tenant_id"] else None
+            held = _by_tenant_flavor(period=period, meter=Meter.ALLOCATED_GE_HOURS, hours=hours)
+            used = _by_tenant_flavor(period=period, meter=Meter.USED_GE_HOURS, hours=hours)
+            priced_total = ZERO
+            for key in sorted(held.keys() | used.keys()):
+                tenant_id, flavor = key
+                ge_hours, alloc_card_hours = held.get(key, (ZERO, ZERO))
+                used_ge_hours = used[key][0] if key in used else None
+                card_hours = priced_quantity(
+                    basis=basis,
+                    allocated=alloc_card_hours,
+                    used=used_ge_hours or ZERO,
+                    weight=seg.card.blend_weight if seg.card else ONE,
+                )
+                priced_total += card_hours
+                tenant = tenants.get(tenant_id) if tenant_id else None
                 usage.append(
                     PricedUsage(
-                        tenant=str(agg["tenant_id"] or ""),
+                        tenant=tenant_id,
                         tenant_path=tenant["path"] if tenant else "",
                         pool=label,
-                        flavor=agg["flavor_name"],
+                        flavor=flavor,
                         gpu_model=model,
                         currency=currency,
                         unit_price=price,
-                        ge_hours=agg["ge_hours"] or ZERO,
-                        card_hours=agg["card_hours"] or ZERO,
+                        ge_hours=ge_hours,
+                        card_hours=card_hours,
+                        basis=basis,
+                        used_ge_hours=used_ge_hours,
+                        rate_card=card_ref,
                     )
                 )
             totals = CapacityHour.objects.filter(period=period, **hours).aggregate(
                 card_hours=Sum("card_hours"), idle=Sum("idle_card_hours")
             )
             if totals["card_hours"] is not None:
+                # On the allocation basis the ledger's idle is exact per node-hour; on the others,
+                # idle is what the priced quantity leaves of the pool's cards x hours.
+                idle_hours = (
+                    totals["idle"] if basis == Basis.ALLOCATION else totals["card_hours"] - priced_total
+                )
                 capacity.append(
                     PoolCapacity(
                         pool=label,
@@ -81,11 +119,39 @@ def compute_period_chargeback(*, period: BillingPeriod) -> tuple[Chargeback, dic
                         currency=currency,
                         unit_price=price,
                         card_hours=totals["card_hours"],
-                        idle_card_hours=totals["idle"],
+                        idle_card_hours=idle_hours,
+                        basis=basis,
+                        rate_card=card_ref,
                     )
                 )
     usage.extend(_priced_adjustments(period=period, tenants=tenants))
-    return compute_chargeback(usage=usage, capacity=capacity), pools_by_id(pools)
+    return compute_chargeback(usage=usage, capacity=capacity, idle=idle), pools_by_id(pools)
+
+
+def priced_quantity(*, basis: str, allocated: Decimal, used: Decimal, weight: Decimal) -> Decimal:
+    """The card-hours a rate card prices: allocation, what the card-hour rule charged; utilisation,
+    the GE-hours used; blended, ``weight`` x allocated + (1 - weight) x used, to the nanohour."""
+    if basis == Basis.UTILISATION:
+        return used
+    if basis == Basis.BLENDED:
+        return (weight * allocated + (ONE - weight) * used).quantize(QTY)
+    return allocated
+
+
+def _by_tenant_flavor(
+    *, period: BillingPeriod, meter: str, hours: dict[str, Any]
+) -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
+    """(tenant id or "", flavor) -> (quantity, card-hours) of one meter, summed by the database."""
+    return {
+        (str(agg["tenant_id"] or ""), agg["flavor_name"]): (
+            agg["quantity"] or ZERO,
+            agg["card_hours"] or ZERO,
+        )
+        for agg in UsageHour.objects.filter(period=period, meter=meter, **hours)
+        .values("tenant_id", "flavor_name")
+        .annotate(quantity=Sum("quantity"), card_hours=Sum("card_hours"))
+        .order_by("tenant_id", "flavor_name")
+    }
 
 
 def pools_by_id(pools: dict[tuple[Any, str], str]) -> dict[str, str]:
@@ -121,25 +187,38 @@ def _priced_adjustments(*, period: BillingPeriod, tenants: dict[str, Any]) -> It
             card_hours=r.card_hours_delta,
             kind="adjustment",
             adjusts=r.adjusts_period.label,
+            rate_card=str(card.pk) if card else "",
         )
 
 
-def build_period_report(*, period_id: uuid.UUID, at: datetime | None = None) -> BillingPeriod:
-    """Replace the period's report lines and summary with a fresh build. Locks the period; refused
-    once it is closed. Idempotent: the same ledger gives the same lines."""
+def build_period_report(
+    *, period_id: uuid.UUID, at: datetime | None = None, idle: str | None = None
+) -> BillingPeriod:
+    """Replace the period's report lines and summary with a fresh build (``idle``: central or
+    distributed, else as last built). Locks the period; refused once it is closed. Idempotent: the
+    same ledger gives the same lines."""
     with transaction.atomic():
         period = BillingPeriod.objects.select_for_update().filter(pk=period_id).first()
         if period is None:
             raise NotFound("No such billing period.")
         if period.state == PeriodState.CLOSED:
             raise Conflict(f"billing period {period.label} is closed", code="period_closed")
-        write_report(period=period, at=at or timezone.now())
+        write_report(period=period, at=at or timezone.now(), idle=idle)
     return period
 
 
-def write_report(*, period: BillingPeriod, at: datetime) -> None:
+def idle_mode_of(period: BillingPeriod, idle: str | None) -> str:
+    """The idle option asked for, else the one the period's report was last built with."""
+    chosen = idle or (period.summary or {}).get("idle") or IDLE_CENTRAL
+    if chosen not in IDLE_MODES:
+        raise ValidationFailed(f"idle must be one of {', '.join(IDLE_MODES)}", code="invalid_idle_mode")
+    return str(chosen)
+
+
+def write_report(*, period: BillingPeriod, at: datetime, idle: str | None = None) -> None:
     """Inside the caller's transaction, with ``period`` locked and not closed."""
-    chargeback, _ = compute_period_chargeback(period=period)
+    mode = idle_mode_of(period, idle)
+    chargeback, _ = compute_period_chargeback(period=period, idle=mode)
     tenants = {str(t["pk"]): t for t in Tenant.objects.values("pk", "slug", "cost_centre")}
     ReportLine.objects.filter(period=period).delete()
     ReportLine.objects.bulk_create(
@@ -162,12 +241,15 @@ def write_report(*, period: BillingPeriod, at: datetime) -> None:
                 amount_exact=line.amount_exact,
                 amount=line.amount,
                 adjusts=line.adjusts,
+                basis=line.basis,
+                used_ge_hours=line.used_ge_hours,
+                rate_card_ref=line.rate_card,
             )
             for number, line in enumerate(chargeback.lines, start=1)
         ],
         batch_size=2000,
     )
-    period.summary = summary_of(chargeback)
+    period.summary = {**summary_of(chargeback), "idle": mode}
     period.report_built_at = at
     period.save(update_fields=["summary", "report_built_at"])
 

@@ -41,6 +41,9 @@ def _all_pages(client: APIClient, url: str) -> list[Any]:
         if response.status_code != 200:
             pages.append({"status": response.status_code})
             break
+        if getattr(response, "streaming", False):  # a streamed export: its text is the page
+            pages.append(b"".join(response.streaming_content).decode())
+            break
         body = response.json()
         pages.append(body)
         next_url = body.get("next") if isinstance(body, dict) else None

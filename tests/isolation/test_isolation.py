@@ -52,6 +52,8 @@ FOREIGN_OBJECTS = {
     "rate-card": lambda cast: met.rate_card(tenant=cast.nlp),
     "billing-period": lambda cast: met.period(),
     "report": lambda cast: met.report_line(tenant=cast.nlp),
+    "report-job": lambda cast: met.report_job(),
+    "reports/export": lambda cast: met.exported_tenant(tenant=cast.nlp),
 }
 # Routes about the caller, checked by their own tests (test_me_shows_only_yourself).
 SELF_ROUTES = {"me"}

@@ -87,6 +87,8 @@ def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str,
         "rate-card": lambda cast: met.rate_card(tenant=catalogue_owner),
         "billing-period": lambda cast: met.period(),
         "report": lambda cast: met.report_line(tenant=tenant),
+        "report-job": lambda cast: met.report_job(),
+        "reports/export": lambda cast: met.exported_tenant(tenant=tenant),
     }
 
 

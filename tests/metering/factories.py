@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from metering.models import BillingPeriod, RateCard, ReportLine, UsageHour
+from metering.models import BillingPeriod, RateCard, ReportJob, ReportLine, UsageHour
 from metering.services.periods import ensure_period
 from tests.inventory import factories as inv
 from tests.quotas import factories as adm
@@ -61,3 +61,19 @@ def report_line(*, tenant: Any) -> ReportLine:
         },
     )
     return found
+
+
+def report_job() -> ReportJob:
+    """A report job (a platform object: it carries every tenant's files)."""
+    found = ReportJob.objects.filter(period=period()).first()
+    return found or ReportJob.objects.create(period=period())
+
+
+def exported_tenant(*, tenant: Any) -> Any:
+    """For the streamed export route: ``tenant``, whose id is in any export of its lines (a line of it
+    is made), so an export that leaks the line names the tenant."""
+    line = report_line(tenant=tenant)
+    ReportLine.objects.filter(pk=line.pk).update(
+        tenant=tenant, tenant_slug=tenant.slug, tenant_path=tenant.path
+    )
+    return tenant

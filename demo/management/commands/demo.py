@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.core.wsgi import get_wsgi_application
 
 import kubesim
+from demo.billing import seed_demo_billing
 from demo.capacity import seed_demo_capacity
 from demo.seed import seed_demo_cluster, seed_demo_organisation
 from inventory.sync.service import keep_synced, sync_cluster
@@ -63,6 +64,7 @@ class Command(BaseCommand):
         # One cold sync first: flavors are made from the pools it finds.
         sync_cluster(cluster_id=cluster.pk)
         seed_demo_capacity(cluster=cluster)
+        seed_demo_billing(cluster=cluster)  # rate cards and last month closed, with its report files
         if not options["seed_only"]:
             sync.start()
             admitting.start()

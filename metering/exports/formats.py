@@ -1,0 +1,111 @@
+"""Finance's CSV of a period's lines, and a streamed JSON array of them: generators of bytes that
+hold one chunk of rows at a time. No Django."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator
+
+from metering.chargeback.money import minor_unit
+from metering.exports.rows import ExportLine, efficiency, money_text, number_text, utc_text
+
+__all__ = ["CSV_COLUMNS", "csv_chunks", "csv_record", "json_chunks"]
+
+ROWS_PER_CHUNK = 500
+
+CSV_COLUMNS = (
+    "period",
+    "line_no",
+    "kind",
+    "tenant_id",
+    "tenant",
+    "tenant_path",
+    "cost_centre",
+    "pool",
+    "flavor",
+    "gpu_model",
+    "basis",
+    "currency",
+    "unit_price",
+    "ge_hours_allocated",
+    "ge_hours_used",
+    "efficiency",
+    "card_hours_charged",
+    "amount_exact",
+    "amount",
+    "adjusts",
+    "rate_card",
+)
+
+
+def csv_record(line: ExportLine) -> list[str]:
+    places = minor_unit(line.currency) if line.currency else 2
+    return [
+        line.period,
+        str(line.line_no),
+        line.kind,
+        line.tenant_id,
+        line.tenant_slug,
+        line.tenant_path,
+        line.cost_centre,
+        line.pool,
+        line.flavor,
+        line.gpu_model,
+        line.basis,
+        line.currency,
+        number_text(line.unit_price),
+        number_text(line.ge_hours),
+        number_text(line.used_ge_hours),
+        number_text(efficiency(line)),
+        number_text(line.card_hours),
+        number_text(line.amount_exact),
+        money_text(line.amount, places),
+        line.adjusts,
+        line.rate_card,
+    ]
+
+
+def table_chunks(
+    header: Iterable[str], records: Iterable[list[str]], *, rows_per_chunk: int = ROWS_PER_CHUNK
+) -> Iterator[bytes]:
+    """RFC 4180 CSV (CRLF, minimal quoting, UTF-8), yielded every ``rows_per_chunk`` rows."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(header)
+    for count, record in enumerate(records, start=1):
+        writer.writerow(record)
+        if count % rows_per_chunk == 0:
+            yield buffer.getvalue().encode()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue().encode()
+
+
+def csv_chunks(lines: Iterable[ExportLine]) -> Iterator[bytes]:
+    return table_chunks(CSV_COLUMNS, (csv_record(line) for line in lines))
+
+
+def json_record(line: ExportLine) -> dict[str, str | int | None]:
+    """Decimals as strings (exact), nulls as null."""
+    record = dict(zip(CSV_COLUMNS, csv_record(line), strict=True))
+    out: dict[str, str | int | None] = {k: (v if v != "" else None) for k, v in record.items()}
+    out["line_no"] = line.line_no
+    out["period_start"] = utc_text(line.period_start)
+    out["period_end"] = utc_text(line.period_end)
+    return out
+
+
+def json_chunks(lines: Iterable[ExportLine], *, rows_per_chunk: int = ROWS_PER_CHUNK) -> Iterator[bytes]:
+    """A JSON array, one object per line, streamed."""
+    parts: list[str] = ["["]
+    first = True
+    for count, line in enumerate(lines, start=1):
+        parts.append(("" if first else ",") + json.dumps(json_record(line), sort_keys=True))
+        first = False
+        if count % rows_per_chunk == 0:
+            yield "".join(parts).encode()
+            parts = []
+    parts.append("]")
+    yield "".join(parts).encode()
