@@ -316,8 +316,8 @@ if SECURE:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    # /healthz and /readyz are probed over plain HTTP by the kubelet.
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+    # /healthz and /readyz are probed over plain HTTP by the kubelet, /metrics scraped by Prometheus.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 
 LOGGING = {
     "version": 1,
