@@ -74,8 +74,7 @@ def _node_modules() -> Path:
     return modules
 
 
-@pytest.fixture(scope="session")
-def oidc_provider(live_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
+def _start(redirect_uri: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
     _node_modules()
     node = shutil.which("node")
     assert node, "node is missing: run `make system-deps` (scripts/ensure-system-deps.sh)"
@@ -91,7 +90,7 @@ def oidc_provider(live_server: Any, tmp_path_factory: pytest.TempPathFactory) ->
         {
             "client_id": CLIENT_ID,
             "client_secret": client_secret,
-            "redirect_uris": [f"{live_server.url}/oidc/callback/"],
+            "redirect_uris": [redirect_uri],
             "grant_types": ["authorization_code"],
             "response_types": ["code"],
         }
@@ -104,7 +103,7 @@ def oidc_provider(live_server: Any, tmp_path_factory: pytest.TempPathFactory) ->
         "OIDC_ACCOUNTS": str(accounts_file),
         "OIDC_COOKIE_KEY": secrets.token_urlsafe(32),
     }
-    log = (tmp_path_factory.getbasetemp() / "oidc-provider.log").open("w")
+    log = (tmp_path_factory.mktemp("oidc-log") / "oidc-provider.log").open("w")
     process = subprocess.Popen(
         [node, str(HERE / "provider.mjs")], env=env, stdout=log, stderr=subprocess.STDOUT, text=True
     )
@@ -124,13 +123,25 @@ def oidc_provider(live_server: Any, tmp_path_factory: pytest.TempPathFactory) ->
     log.close()
 
 
-@pytest.fixture
-def sso(settings: Any, oidc_provider: Provider) -> Provider:
-    """Single sign-on turned on against the provider, password logins still allowed."""
+@pytest.fixture(scope="session")
+def oidc_provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
+    """For tests that talk to the provider directly (Django's test client stands for the browser)."""
+    yield from _start("http://testserver/oidc/callback/", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def oidc_provider_for_browser(
+    live_server: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Provider]:
+    """For the browser tests: the client's redirect goes to the live server."""
+    yield from _start(f"{live_server.url}/oidc/callback/", tmp_path_factory)
+
+
+def _turn_on(settings: Any, provider: Provider) -> Iterator[Provider]:
     settings.OIDC_ENABLED = True
-    settings.OIDC_ISSUER = oidc_provider.issuer
+    settings.OIDC_ISSUER = provider.issuer
     settings.OIDC_RP_CLIENT_ID = CLIENT_ID
-    settings.OIDC_RP_CLIENT_SECRET = oidc_provider.client_secret
+    settings.OIDC_RP_CLIENT_SECRET = provider.client_secret
     settings.OIDC_GROUP_ROLES = GROUP_ROLES
     settings.OIDC_PROVIDER_NAME = "Acme login"
     settings.AUTHENTICATION_BACKENDS = [
@@ -139,5 +150,16 @@ def sso(settings: Any, oidc_provider: Provider) -> Provider:
         "tenants.sso.backend.GroupMappingBackend",
     ]
     discovery.forget()
-    yield oidc_provider
+    yield provider
     discovery.forget()
+
+
+@pytest.fixture
+def sso(settings: Any, oidc_provider: Provider) -> Iterator[Provider]:
+    """Single sign-on turned on against the provider, password logins still allowed."""
+    yield from _turn_on(settings, oidc_provider)
+
+
+@pytest.fixture
+def browser_sso(settings: Any, oidc_provider_for_browser: Provider) -> Iterator[Provider]:
+    yield from _turn_on(settings, oidc_provider_for_browser)

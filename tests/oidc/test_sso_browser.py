@@ -32,9 +32,9 @@ def sso_login(page: Page, base: str, account: str) -> None:
 
 
 def test_a_person_logs_in_through_the_provider_and_their_groups_become_roles(
-    transactional_db, cast, sso, live_server, page: Page
+    transactional_db, cast, browser_sso, live_server, page: Page
 ):
-    sso.set_account(
+    browser_sso.set_account(
         "0f3c-dana",
         preferred_username="dsmith",
         email="dana.smith@acme.example",
@@ -58,7 +58,7 @@ def test_a_person_logs_in_through_the_provider_and_their_groups_become_roles(
     assert AuditEvent.objects.filter(action="auth.login", object_id=str(user.pk)).count() == 1
 
     # the provider moves dana: out of vision-engineers and finance, into nlp
-    sso.set_account(
+    browser_sso.set_account(
         "0f3c-dana", preferred_username="dsmith", email="dana.smith@acme.example", groups=["nlp-engineers"]
     )
     page.get_by_test_id("logout").click()
@@ -76,7 +76,7 @@ def test_a_person_logs_in_through_the_provider_and_their_groups_become_roles(
 
 
 def test_with_password_logins_off_the_page_offers_only_single_sign_on(
-    transactional_db, cast, sso, settings, live_server, page: Page
+    transactional_db, cast, browser_sso, settings, live_server, page: Page
 ):
     settings.LOCAL_LOGIN_ENABLED = False
     settings.AUTHENTICATION_BACKENDS = [
