@@ -57,7 +57,7 @@ def test_a_bad_token_is_refused(sso, why, override, refusal):
 
 def test_a_token_signed_by_another_key_under_the_providers_key_id_is_refused(sso):
     forger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    with pytest.raises(SuspiciousOperation, match="verification failed|refused"):
+    with pytest.raises(SuspiciousOperation, match=r"verification failed|refused"):
         GroupMappingBackend().verify_token(sso.mint(key=forger, **claims(sso)), nonce=NONCE)
 
 
