@@ -159,6 +159,12 @@ class GroupMappingBackend(OIDCAuthenticationBackend):
         digest = hashlib.sha256(f"{settings.OIDC_ISSUER}|{claims['sub']}".encode()).hexdigest()[:8]
         return f"{base}-{digest}"
 
+    def get_user(self, user_id: int) -> User | None:
+        """The session's user, while active: the library's own lookup ignores is_active, so a
+        deactivated person's open sessions would go on working."""
+        user: User | None = self.UserModel.objects.filter(pk=user_id, is_active=True).first()
+        return user
+
     # ----------------------------------------------------------------------------- the login
 
     def authenticate(self, request: HttpRequest | None, **kwargs: Any) -> User | None:

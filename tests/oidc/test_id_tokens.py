@@ -8,6 +8,7 @@ import time
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from django.contrib.sessions.backends.db import SessionStore
 from django.core.exceptions import SuspiciousOperation
 from django.test import RequestFactory
 
@@ -64,7 +65,7 @@ def test_a_token_signed_by_another_key_under_the_providers_key_id_is_refused(sso
 def test_an_unsigned_token_is_refused(sso):
     import jwt
 
-    unsigned = jwt.encode(claims(sso), key=None, algorithm="none", headers={"kid": "test-signing-key"})
+    unsigned = jwt.encode(claims(sso), key="", algorithm="none", headers={"kid": "test-signing-key"})
     with pytest.raises(SuspiciousOperation):
         GroupMappingBackend().verify_token(unsigned, nonce=NONCE)
 
@@ -72,7 +73,7 @@ def test_an_unsigned_token_is_refused(sso):
 def test_a_code_the_provider_never_issued_is_refused_and_audited(sso):
     # the provider's token endpoint answers invalid_grant; no user is made, the refusal is recorded
     request = RequestFactory().get("/oidc/callback/", {"code": "made-up", "state": "s"})
-    request.session = {}
+    request.session = SessionStore()
     assert GroupMappingBackend().authenticate(request, nonce=NONCE, code_verifier="v" * 64) is None
     refused = AuditEvent.objects.get(action="auth.login_failed")
     assert refused.after["method"] == "oidc" and "400" in refused.after["reason"]
