@@ -21,6 +21,7 @@ PURE = (
     "inventory.fragmentation",
     "gpuplatform.quantity",
     "metering.chargeback",
+    "tenants.sso.mapping",
 )
 ROOTS = ("gpuplatform", "tenants", "inventory", "quotas", "metering", "demo", "kubesim")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
