@@ -192,3 +192,23 @@ def _get(port: int, path: str, *, host: str, forwarded_https: bool = False, with
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+def test_the_compose_trial_is_a_valid_compose_file_running_the_images_roles():
+    import json
+
+    import jsonschema
+    import yaml
+
+    schema = json.loads((Path(__file__).parent / "schemas" / "compose-spec.json").read_text())
+    compose = yaml.safe_load((REPO / "deploy" / "compose.yaml").read_text())
+    error = jsonschema.exceptions.best_match(jsonschema.Draft7Validator(schema).iter_errors(compose))
+    assert error is None, error
+    services = compose["services"]
+    assert {"postgres", "redis", "prometheus"} <= set(services)
+    roles = {name: s["command"] for name, s in services.items() if s.get("image") == "gpuplatform:local"}
+    assert roles == {"migrate": ["migrate"], "web": ["web"], "worker": ["worker"], "beat": ["beat"]}
+    assert services["web"]["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
+    scrape = yaml.safe_load((REPO / "deploy" / "prometheus" / "prometheus.yml").read_text())
+    assert scrape["scrape_configs"][0]["static_configs"][0]["targets"] == ["web:8000"]
+    assert scrape["scrape_configs"][0]["metrics_path"] == "/metrics"
