@@ -134,3 +134,15 @@ def test_the_values_schema_refuses_what_would_install_a_broken_release(values, c
 
 def _example(stem: str):
     return next(p for p in EXAMPLES if p.stem == f"values-{stem}")
+
+
+@pytest.mark.parametrize("values_file", CASES, ids=IDS)
+def test_helm_lint_strict_finds_nothing_above_information(values_file):
+    from helm_python import lint
+
+    from tests.deploy.chart import CHART
+
+    report = lint(CHART, values_of(values_file), strict=True, kube_version="1.32.0", namespace="gpuplatform")
+    assert report["errors"] == []
+    # Helm's severities: 1 information, 2 warning, 3 error. The one information: no icon.
+    assert [m for m in report["messages"] if m["severity"] > 1] == []
