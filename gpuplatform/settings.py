@@ -6,6 +6,7 @@ files, not variables). Defaults are the embedded demo: SQLite, no Redis, in-proc
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -111,10 +112,39 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
+# Single sign-on (OpenID Connect, docs/operations.md): the provider's endpoints come from its
+# discovery document unless set; group claims map to platform roles and tenant memberships at each
+# login. LOCAL_LOGIN_ENABLED=0 turns password logins off (the login page offers single sign-on only).
+OIDC_ENABLED = env_bool("OIDC_ENABLED", False)
+LOCAL_LOGIN_ENABLED = env_bool("LOCAL_LOGIN_ENABLED", True)
+OIDC_ISSUER = env("OIDC_ISSUER").rstrip("/")
+OIDC_PROVIDER_NAME = env("OIDC_PROVIDER_NAME", "single sign-on")
+OIDC_RP_CLIENT_ID = env("OIDC_RP_CLIENT_ID")
+OIDC_RP_CLIENT_SECRET = env("OIDC_CLIENT_SECRET")
+OIDC_RP_SCOPES = env("OIDC_RP_SCOPES", "openid email profile groups")
+OIDC_RP_SIGN_ALGO = env("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env("OIDC_OP_AUTHORIZATION_ENDPOINT")
+OIDC_OP_TOKEN_ENDPOINT = env("OIDC_OP_TOKEN_ENDPOINT")
+OIDC_OP_USER_ENDPOINT = env("OIDC_OP_USER_ENDPOINT")
+OIDC_OP_JWKS_ENDPOINT = env("OIDC_OP_JWKS_ENDPOINT")
+OIDC_GROUPS_CLAIM = env("OIDC_GROUPS_CLAIM", "groups")
+try:
+    OIDC_GROUP_ROLES = json.loads(env("OIDC_GROUP_ROLES", "{}"))
+except json.JSONDecodeError as exc:
+    raise ImproperlyConfigured(f"OIDC_GROUP_ROLES must be a JSON object: {exc}") from exc
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT_SECONDS", 10)
+OIDC_VERIFY_SSL = env_bool("OIDC_VERIFY_SSL", True)
+OIDC_AUTHENTICATE_CLASS = "tenants.sso.views.Authenticate"
+OIDC_CALLBACK_CLASS = "tenants.sso.views.Callback"
+LOGIN_REDIRECT_URL_FAILURE = "/login/?sso=failed"
+
 AUTHENTICATION_BACKENDS = [
     # django-axes first: it refuses a locked-out username or address before a password is checked.
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    *(["django.contrib.auth.backends.ModelBackend"] if LOCAL_LOGIN_ENABLED else []),
+    *(["tenants.sso.backend.GroupMappingBackend"] if OIDC_ENABLED else []),
 ]
 # Logins: locked after LOGIN_FAILURE_LIMIT failures per address and, separately, per username, for
 # LOGIN_COOLOFF_MINUTES; a success resets the count.
@@ -330,6 +360,9 @@ SPECTACULAR_SETTINGS = {
 }
 
 SESSION_COOKIE_HTTPONLY = True
+# UI sessions: a working day by default, in the database (docs/operations.md: Sessions and tokens).
+SESSION_COOKIE_AGE = env_int("SESSION_COOKIE_AGE", 8 * 3600)
+SESSION_COOKIE_SAMESITE = "Lax"  # the provider's redirect back to /oidc/callback/ is a top-level GET
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the cookie-less meta tag; kept default for forms
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
@@ -342,7 +375,7 @@ if SECURE:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    # /healthz and /readyz are probed over plain HTTP by the kubelet.
+    # /healthz and /readyz are probed over plain HTTP by the kubelet, /metrics scraped by Prometheus.
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 
 # /metrics (gpuplatform/metrics.py): open unless a bearer token is set (the chart's ServiceMonitor sends it).
@@ -372,6 +405,9 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
+
+# Metering reads Prometheus (or Thanos, Mimir: the same query API) here.
+PROMETHEUS_URL = env("PROMETHEUS_URL")
 
 # Inventory (issue #4). Kubeconfigs are encrypted at rest with this Fernet key (urlsafe base64 of 32
 # bytes); unset outside secure mode, a key is derived from SECRET_KEY so the demo and tests just work.

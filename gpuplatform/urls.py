@@ -8,7 +8,6 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from gpuplatform import health
 from gpuplatform.accounts import views as account_views
 from gpuplatform.accounts.api import ApiTokenViewSet, MeView
-from gpuplatform.accounts.forms import LoginForm
 from gpuplatform.api.urls import ApiRouter
 from gpuplatform.audit import views as audit_views
 from gpuplatform.audit.api import AuditEventViewSet
@@ -41,6 +40,7 @@ from quotas.api.catalogue import (
 from quotas.api.requests import CapacityRequestViewSet
 from tenants import views as tenant_views
 from tenants.api.views import MembershipViewSet, TenantViewSet
+from tenants.sso import views as sso_views
 
 router = ApiRouter()
 router.register("tenants", TenantViewSet, basename="tenant")
@@ -91,11 +91,8 @@ urlpatterns = [
     # The split view serves its start-up script as a file: no inline script under the CSP.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
-    path(
-        "login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True, authentication_form=LoginForm),
-        name="login",
-    ),
+    path("login/", sso_views.LoginView.as_view(), name="login"),
+    path("oidc/", include("mozilla_django_oidc.urls")),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("", ui_views.overview, name="overview"),

@@ -23,6 +23,7 @@ from kubesim.faults import Faults
 from kubesim.http_types import Request, Response, error_response, json_response
 from kubesim.pagination import Paginator
 from kubesim.registry import ResourceInfo
+from kubesim.request_log import LoggedRequest, RequestLog
 from kubesim.selectors import compile_matcher
 from kubesim.store import Store
 from kubesim.verbs import Verbs
@@ -61,6 +62,7 @@ class Api:
         self.bookmark_interval = bookmark_interval
         self.server_address = server_address
         self.verbs = Verbs(store)
+        self.request_log: RequestLog | None = None  # set by start(request_log=True)
 
     # ------------------------------------------------------------------------------------- entry
 
@@ -179,6 +181,17 @@ class Api:
                 raise errors.method_not_allowed()
             if route.subresource in ("binding", "eviction") and method != "POST":
                 raise errors.method_not_allowed()
+        if self.request_log is not None:
+            self.request_log.record(
+                LoggedRequest(
+                    verb,
+                    info.group,
+                    info.plural,
+                    route.subresource or "",
+                    route.namespace or "",
+                    route.name or "",
+                )
+            )
         self._inject(verb, info.plural, req)
         if verb == "watch":
             return self._watch(req, route)

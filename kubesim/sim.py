@@ -22,6 +22,7 @@ from kubesim.controllers import CONTROLLER_NAMES, start_controllers
 from kubesim.faults import Faults
 from kubesim.loader import load_objects
 from kubesim.pagination import Paginator
+from kubesim.request_log import RequestLog
 from kubesim.rest import Api
 from kubesim.scenarios import NAMES, build
 from kubesim.server import KubeHTTPServer, ServerThread
@@ -165,6 +166,7 @@ def start(
     continue_ttl: float = DEFAULT_CONTINUE_TTL,
     token: str | None = None,
     tls: bool = True,
+    request_log: bool = False,
 ) -> Sim:
     """Start a simulator serving on host:port (0: any free port) and write its kubeconfig.
 
@@ -173,6 +175,7 @@ def start(
     controllers: None/False none; True the data plane (every controller but churn); "all" every
     controller, churn included; or the names of the ones to run.
     objects_dir: files loaded on top of the scenario's objects (replacing them with replace=True).
+    request_log: record each request's verb and resource in ``sim.api.request_log`` (RBAC checks).
     """
     store = Store(history_window=history_window, seed=seed)
     objects, truth = scenario_objects(scenario, nodes=nodes, seed=seed)
@@ -185,6 +188,8 @@ def start(
     api = Api(
         store, faults, token=token, paginator=Paginator(continue_ttl), bookmark_interval=bookmark_interval
     )
+    if request_log:
+        api.request_log = RequestLog()
     certificates = generate(host) if tls else None
     server = KubeHTTPServer((host, port), api, certificates.server_context() if certificates else None)
     api.server_address = f"{host}:{server.server_address[1]}"

@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
-# Debian packages the test suite drives for real: Chromium (browser tests through Playwright) and
-# Prometheus with promtool (metering's collection tests backfill a TSDB and query a real server).
-# Installed only when missing and when we are root; otherwise we say what is missing and fail.
+# What the test suite drives for real besides Python: Chromium (browser tests through Playwright),
+# Node.js with npm (the OpenID Connect provider of the single sign-on tests, tests/oidc/) and
+# Prometheus and promtool (the chart's alert rules, /metrics scraped, metering's backfilled TSDB), all
+# Debian packages, then the provider's npm
+# packages from tests/oidc/package-lock.json.
+# Debian packages are installed only when missing and when we are root; otherwise we say what is
+# missing and fail.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || need+=(prometheus)
-if [ ${#need[@]} -eq 0 ]; then
-  exit 0
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing Debian packages: ${need[*]} (run as root, or: sudo apt-get install ${need[*]})" >&2
+    exit 1
+  fi
+  echo "installing Debian packages: ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-if [ "$(id -u)" -ne 0 ]; then
-  echo "missing Debian packages: ${need[*]} (run as root, or: sudo apt-get install ${need[*]})" >&2
-  exit 1
+# oidc-provider for the single sign-on tests: exactly the locked versions, once.
+if [ ! -f tests/oidc/node_modules/.package-lock.json ] \
+   || [ tests/oidc/package-lock.json -nt tests/oidc/node_modules/.package-lock.json ]; then
+  echo "installing the test OIDC provider (npm ci in tests/oidc)"
+  npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error
 fi
-echo "installing Debian packages: ${need[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-# The package starts its own service where there is an init system; the tests start their own
-# server on a free port, so a service holding 9090 is left alone rather than fought over.

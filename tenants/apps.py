@@ -10,5 +10,6 @@ class TenantsConfig(AppConfig):
     def ready(self) -> None:
         # The panel reads models, which are importable only once the app registry is ready.
         from tenants.overview import TEMPLATE, overview_context
+        from tenants.sso import checks  # noqa: F401 - registers the single sign-on checks
 
         register_panel(name="tenants", template=TEMPLATE, context=overview_context, order=10)

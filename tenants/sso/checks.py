@@ -1,0 +1,39 @@
+"""System checks for single sign-on, so `manage.py check --deploy` (and every start) refuses a
+configuration that would fail at the first login."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.checks import Error, register
+
+from tenants.sso.mapping import MappingError, parse_mapping
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+@register()
+def check_single_sign_on(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    errors: list[Error] = []
+    if not settings.OIDC_ENABLED:
+        if not settings.LOCAL_LOGIN_ENABLED:
+            errors.append(
+                Error("LOCAL_LOGIN_ENABLED=0 without OIDC_ENABLED=1: nobody could log in", id="sso.E001")
+            )
+        return errors
+    issuer = urlsplit(settings.OIDC_ISSUER)
+    if issuer.scheme != "https" and not (issuer.scheme == "http" and issuer.hostname in LOOPBACK):
+        errors.append(Error(f"OIDC_ISSUER must be an https URL, got {settings.OIDC_ISSUER!r}", id="sso.E002"))
+    for name in ("OIDC_RP_CLIENT_ID", "OIDC_RP_CLIENT_SECRET"):
+        if not getattr(settings, name):
+            errors.append(Error(f"{name} must be set when OIDC_ENABLED=1", id="sso.E003"))
+    try:
+        parse_mapping(settings.OIDC_GROUP_ROLES)
+    except (MappingError, json.JSONDecodeError) as exc:
+        errors.append(Error(f"OIDC_GROUP_ROLES: {exc}", id="sso.E004"))
+    if "openid" not in settings.OIDC_RP_SCOPES.split():
+        errors.append(Error("OIDC_RP_SCOPES must include openid", id="sso.E005"))
+    return errors

@@ -1,0 +1,161 @@
+"""Least privilege: what the service's Kubernetes clients call, recorded by kubesim's request log,
+is exactly what the chart's ClusterRoles grant the identity that makes the call; nothing missing,
+nothing extra.
+
+Recorded here: the inventory sync (a full list, then the watches a sync worker keeps open) and
+materialisation by the Celery worker (ResourceQuota and ResourceClaim applied, a released claim
+deleted). The node agent's ClusterRole (get and patch nodes) has no client in this tree yet: nodeagent/
+is built separately; its row joins COMPONENTS when it lands (docs/operations.md: RBAC)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from inventory.models import NodePool
+from inventory.services import create_cluster
+from inventory.sync.runner import ClusterSync
+from inventory.sync.service import sync_cluster
+from quotas.models import CapacityRequest, Flavor, PriorityClass, Queue, Quota
+from quotas.tasks import materialise_request_task
+from tests.deploy.chart import EXAMPLES, by_kind, render, values_of
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+GPU = "nvidia.com/gpu"
+URL = "/api/v1/capacity-requests/"
+# Which Deployment's service account makes which calls, and the ClusterRole it must hold.
+COMPONENTS = {"sync": "gpuplatform-sync", "worker": "gpuplatform-materialise"}
+
+
+def granted(role: dict) -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+@pytest.fixture
+def chart():
+    objects = render(values_of(next(p for p in EXAMPLES if p.stem == "values-single-cluster")))
+    roles = {r["metadata"]["name"]: r for r in by_kind(objects, "ClusterRole")}
+    return objects, roles
+
+
+@pytest.fixture
+def recorded(cast, api, kubesim_factory):
+    """What the sync and the worker asked of a cluster, each on its own."""
+    sim = kubesim_factory(scenario="mixed", nodes=20, seed=1, request_log=True, bookmark_interval=0.5)
+    log = sim.api.request_log
+    cluster = create_cluster(actor=cast.pat, name="sim", kubeconfig=sim.kubeconfig_path.read_text())
+    calls = {}
+
+    # the sync worker: one full sync, then list and watch as `sync_inventory --cluster sim` does
+    log.clear()
+    sync_cluster(cluster_id=str(cluster.pk))
+    syncer = ClusterSync(cluster)
+    thread = threading.Thread(target=_watch, args=(syncer,), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while len({e.resource for e in log.entries() if e.verb == "watch"}) < 5 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    syncer.stop_event.set()
+    sim.store.close_watches()
+    thread.join(timeout=15)
+    calls["sync"] = log.permissions()
+
+    # the worker: a quota and a claim applied, then the claim deleted when its request is released
+    pool = NodePool.objects.get(cluster=cluster, name="NVIDIA-H100-80GB-HBM3")
+    h100 = Flavor.objects.create(name="h100", pool=pool, resources=[{"name": GPU, "ge_per_unit": "1"}])
+    dra = Flavor.objects.create(
+        name="h100-dra",
+        kind="dra",
+        pool=pool,
+        device_class="gpu.nvidia.com",
+        resources=[{"name": "gpu.nvidia.com", "ge_per_unit": "1"}],
+    )
+    PriorityClass.objects.create(name="batch", value=100)
+    Queue.objects.create(tenant=cast.vision, name="default")
+    Quota.objects.create(tenant=cast.vision, flavor=h100, resource=GPU, nominal=4)
+    Quota.objects.create(tenant=cast.vision, flavor=dra, resource="gpu.nvidia.com", nominal=2)
+    alice = api(cast.alice)
+    log.clear()
+    ids = [
+        alice.post(
+            URL, {"tenant": "vision", "flavor": f, "priority_class": "batch", "amount": 1}, format="json"
+        ).json()["id"]
+        for f in ("h100", "h100-dra")
+    ]
+    for pk in ids:
+        materialise_request_task(pk)
+    assert alice.post(f"{URL}{ids[1]}/release/", {}, format="json").json()["state"] == "released"
+    for pk in ids:
+        materialise_request_task(pk)
+    assert CapacityRequest.objects.get(pk=ids[0]).state == "active"
+    calls["worker"] = log.permissions()
+    return calls
+
+
+def _watch(syncer: ClusterSync) -> None:
+    try:
+        syncer.run(resync_seconds=3600)
+    finally:
+        connection.close()
+
+
+def test_each_identity_is_granted_exactly_what_it_calls(recorded, chart):
+    _, roles = chart
+    # what each is for: the sync lists and watches five kinds; the worker applies and deletes
+    assert recorded["sync"] == {
+        (group, kind, verb)
+        for group, kinds in {
+            "": ("nodes", "pods"),
+            "resource.k8s.io": ("deviceclasses", "resourceslices", "resourceclaims"),
+        }.items()
+        for kind in kinds
+        for verb in ("list", "watch")
+    }
+    assert recorded["worker"] == {
+        ("", "resourcequotas", "patch"),
+        ("resource.k8s.io", "resourceclaims", "patch"),
+        ("resource.k8s.io", "resourceclaims", "delete"),
+    }
+    for component, role_name in COMPONENTS.items():
+        role, calls = granted(roles[role_name]), recorded[component]
+        assert calls - role == set(), f"{component} calls what its ClusterRole does not grant"
+        assert role - calls == set(), f"{component}'s ClusterRole grants what it never calls"
+
+
+def test_each_role_is_bound_to_the_service_account_of_the_pods_that_call(chart):
+    objects, _ = chart
+    account_of = {
+        d["metadata"]["labels"]["app.kubernetes.io/component"]: d["spec"]["template"]["spec"][
+            "serviceAccountName"
+        ]
+        for d in by_kind(objects, "Deployment")
+    }
+    bound = {
+        (s["name"], b["roleRef"]["name"])
+        for b in by_kind(objects, "ClusterRoleBinding")
+        for s in b["subjects"]
+    }
+    assert (account_of["sync"], "gpuplatform-sync") in bound
+    assert (account_of["worker"], "gpuplatform-materialise") in bound
+    (agent,) = by_kind(objects, "DaemonSet")
+    assert (agent["spec"]["template"]["spec"]["serviceAccountName"], "gpuplatform-agent") in bound
+    # the web and beat pods call no Kubernetes API: no binding, and no token mounted
+    assert {name for name, _ in bound} == {"gpuplatform-sync", "gpuplatform-worker", "gpuplatform-agent"}
+    for component in ("web", "beat"):
+        pod = next(
+            d
+            for d in by_kind(objects, "Deployment")
+            if d["metadata"]["labels"]["app.kubernetes.io/component"] == component
+        )
+        assert pod["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+    assert by_kind(objects, "Role") == []  # and nothing namespaced beyond what the bindings say
