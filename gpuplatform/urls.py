@@ -24,6 +24,7 @@ from inventory.api.views import (
     ResourceClaimViewSet,
 )
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
+from quotas import catalogue_views
 from quotas import views as quota_views
 from quotas.api.catalogue import (
     BudgetViewSet,
@@ -104,6 +105,14 @@ urlpatterns = [
     path("queues/requests/new/", quota_views.request_capacity, name="queues-request-new"),
     path("queues/requests/<uuid:request_id>/", quota_views.request_detail, name="queues-request"),
     path("queues/requests/<uuid:request_id>/<str:verdict>/", quota_views.decide, name="queues-decide"),
+    # The catalogue's pages (flavors, priority classes, quotas, budgets, queues), one block.
+    path("catalogue/", catalogue_views.catalogue_index, name="catalogue"),
+    path("catalogue/<slug:kind>/", catalogue_views.catalogue_list, name="catalogue-list"),
+    path("catalogue/<slug:kind>/new/", catalogue_views.catalogue_create, name="catalogue-create"),
+    path("catalogue/<slug:kind>/<uuid:pk>/edit/", catalogue_views.catalogue_edit, name="catalogue-edit"),
+    path(
+        "catalogue/<slug:kind>/<uuid:pk>/delete/", catalogue_views.catalogue_delete, name="catalogue-delete"
+    ),
     path("<slug:section>/", ui_views.section_placeholder, name="section"),
 ]
 

@@ -14,24 +14,10 @@ from django.db.models import Count, F, Sum
 from gpuplatform.stamped_cache import StampedCache
 from inventory.capacity import pool_model_capacity
 from inventory.domain.gpu_equivalent import ge_to_decimal
-from inventory.domain.gpu_models import GpuModel, resolve_gpu_model
+from inventory.domain.gpu_models import resolve_gpu_model
 from inventory.fragmentation import WHOLE_GPU, GpuGeometry, PlacedInstance, analyze_pool_fragmentation
-from inventory.fragmentation.geometry import occupancy_of, placeable_starts
+from inventory.fragmentation.geometry import first_fit_layout
 from inventory.models import Allocation, Gpu, NodePool, ShareableUnit
-
-
-def _layout(model: GpuModel, profiles: list[str]) -> tuple[PlacedInstance, ...]:
-    """First-fit placement of a GPU's instances. Labels give counts, not placements, so this is the
-    layout mig-parted would create for the same profiles, largest first."""
-    placed: list[PlacedInstance] = []
-    known = [p for p in (model.mig_profile(name) for name in profiles) if p is not None]
-    for profile in sorted(known, key=lambda p: -p.memory_slices):
-        name = profile.name
-        occupancy, _ = occupancy_of(model=model, instances=placed)
-        starts = placeable_starts(model=model, occupancy=occupancy, profile=profile)
-        if starts:
-            placed.append(PlacedInstance(profile=name, start=starts[0], in_use=False))
-    return tuple(placed)
 
 
 def pool_geometries(*, pool: NodePool) -> dict[str, list[GpuGeometry]]:
@@ -65,7 +51,7 @@ def pool_geometries(*, pool: NodePool) -> dict[str, list[GpuGeometry]]:
         for card, profiles in zip(cards, per_gpu, strict=True):
             model = resolve_gpu_model(product=card.product, memory_mib=card.memory_mib)
             instances = []
-            for instance in _layout(model, profiles):
+            for instance in first_fit_layout(model=model, profiles=profiles):
                 key = (node, instance.profile)
                 in_use = busy[key] > 0
                 busy[key] -= int(in_use)
