@@ -10,3 +10,15 @@ class InventoryConfig(AppConfig):
         from tenants.signals import namespace_owner_changed
 
         namespace_owner_changed.connect(on_namespace_owner_changed, dispatch_uid="inventory-reattribute")
+
+        from gpuplatform.ui.panels import TENANT, register_panel
+        from inventory import overview, tenant_page
+
+        register_panel(name="fleet", template=overview.TEMPLATE, context=overview.overview_context, order=20)
+        register_panel(
+            name="holdings",
+            template=tenant_page.TEMPLATE,
+            context=tenant_page.tenant_context,
+            order=20,
+            page=TENANT,
+        )

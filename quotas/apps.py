@@ -12,3 +12,8 @@ class QuotasConfig(AppConfig):
         from tenants.signals import tenant_state_changed
 
         tenant_state_changed.connect(on_tenant_state_changed, dispatch_uid="quotas-withdraw-suspended")
+
+        from gpuplatform.ui.panels import TENANT, register_panel
+        from quotas.tenant_page import TEMPLATE, tenant_context
+
+        register_panel(name="quotas", template=TEMPLATE, context=tenant_context, order=10, page=TENANT)

@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -201,7 +202,11 @@ def catalogue_index(request: HttpRequest) -> HttpResponse:
 def catalogue_list(request: HttpRequest, kind: str) -> HttpResponse:
     found = _kind(kind)
     user = current_user(request)
-    page = Paginator(_visible(found, user), PAGE_SIZE).get_page(request.GET.get("page"))
+    rows_shown = _visible(found, user)
+    tenant = request.GET.get("tenant", "").strip()
+    if tenant:  # the tenant page links here for one tenant's rows
+        rows_shown = rows_shown.filter(tenant__slug=tenant)
+    page = Paginator(rows_shown, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [
         {
             "obj": obj,
@@ -217,6 +222,9 @@ def catalogue_list(request: HttpRequest, kind: str) -> HttpResponse:
         "rows": rows,
         "page": page,
         "can_create": found.may_create(user),
+        "query": urlencode({"tenant": tenant}) if tenant else "",
+        "previous_label": "← Previous",
+        "next_label": "Next →",
     }
     return render(request, "quotas/catalogue/list.html", context)
 

@@ -11,10 +11,12 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from gpuplatform.errors import DomainError
 from gpuplatform.ui.auth import current_user
+from gpuplatform.ui.panels import TENANT, panels_for
 from tenants import scoping, services
 from tenants.forms import MembershipForm, RoleForm, TenantForm
 from tenants.models import Membership, Tenant
@@ -78,6 +80,13 @@ def tenant_detail(request: HttpRequest, tenant_id: uuid.UUID) -> HttpResponse:
         "can_delete": scoping.can_manage_strictly_below(user, tenant),
         "member_form": MembershipForm(),
         "role_form": RoleForm,
+        # Quotas, requests and holdings belong to higher apps; they fill the page's panels.
+        "panels": [
+            render_to_string(
+                panel.template, {"tenant": tenant, **panel.context(user, tenant)}, request=request
+            )
+            for panel in panels_for(TENANT)
+        ],
     }
     return render(request, "tenants/detail.html", context)
 
