@@ -7,9 +7,8 @@ class MeteringConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Register the Celery task names (metering.meter_hour, ...) with the app.
         from gpuplatform.ui.panels import register_panel
-        from metering import tasks  # noqa: F401
+        from metering import tasks  # noqa: F401  (registers metering.meter_hour, ... with Celery)
         from metering.overview import TEMPLATE, overview_context
 
         register_panel(name="finance", template=TEMPLATE, context=overview_context, order=30)
