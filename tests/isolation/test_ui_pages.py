@@ -28,6 +28,11 @@ CATALOGUE_FOREIGN: dict[str, Callable[[Any], Any]] = {
     "queues": lambda cast: adm.queue(tenant=cast.nlp),
 }
 
+
+def catalogue_row(kind: str, make: Callable[[Any], Any]) -> Kwargs:
+    return lambda cast: {"kind": kind, "pk": make(cast).pk}
+
+
 # Pages about one object: route name -> the path arguments naming another tenant's object(s).
 FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "tenant-detail": [lambda cast: {"tenant_id": cast.nlp.pk}],
@@ -51,14 +56,8 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
         }
         for verdict in ("approve", "refuse")
     ],
-    "catalogue-edit": [
-        (lambda kind, make: lambda cast: {"kind": kind, "pk": make(cast).pk})(kind, make)
-        for kind, make in CATALOGUE_FOREIGN.items()
-    ],
-    "catalogue-delete": [
-        (lambda kind, make: lambda cast: {"kind": kind, "pk": make(cast).pk})(kind, make)
-        for kind, make in CATALOGUE_FOREIGN.items()
-    ],
+    "catalogue-edit": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
+    "catalogue-delete": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
 }
 
 # Pages listing things: route name -> (path arguments, what must not show: another tenant's marks).
