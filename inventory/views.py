@@ -18,7 +18,6 @@ from inventory.capacity import pool_model_capacity
 from inventory.models import Allocation, Cluster, Node, NodePool, ParseIssueCount
 from inventory.node_layout import node_layout, tenant_colour
 
-
 POOLS_PER_PAGE = 25
 
 

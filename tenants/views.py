@@ -23,7 +23,6 @@ from tenants import scoping, services
 from tenants.forms import MembershipForm, RoleForm, TenantForm
 from tenants.models import Membership, Tenant
 
-
 TREE_PAGE_SIZE = 50  # rows of the tree a page; a page break keeps depth order (indents stay true)
 
 
