@@ -252,6 +252,10 @@ def catalogue_edit(request: HttpRequest, kind: str, pk: uuid.UUID) -> HttpRespon
     user = current_user(request)
     row = _row(found, user, pk)
     form = found.form(request.POST or None, user=user, instance=row)
+    may_change = found.may_change(user, row)
+    if not may_change:  # shown, not offered; a POST anyway meets the service's refusal
+        for field in form.fields.values():
+            field.disabled = True
     if request.method == "POST" and form.is_valid():
         try:
             catalogue_services.update_entry(actor=user, model=found.model, pk=row.pk, **form.values())
@@ -265,8 +269,9 @@ def catalogue_edit(request: HttpRequest, kind: str, pk: uuid.UUID) -> HttpRespon
         "kinds": KINDS.values(),
         "form": form,
         "row": row,
-        "title": f"Edit {found.singular}",
-        "can_delete": found.may_change(user, row),
+        "title": f"Edit {found.singular}" if may_change else found.singular.capitalize(),
+        "can_delete": may_change,
+        "read_only": not may_change,
     }
     return render(request, "quotas/catalogue/form.html", context)
 

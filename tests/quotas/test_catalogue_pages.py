@@ -88,6 +88,7 @@ def test_a_tenant_admin_is_offered_no_more_than_it_was_given(cast, client, catal
     assert b"Select a valid choice" in page
     # her own tenant's quota is visible, not hers to change: the service says so, nothing changes
     mine = catalog.vision_quota
+    assert 'data-testid="read-only"' in client.get(f"/catalogue/quotas/{mine.pk}/edit/").content.decode()
     page = client.post(f"/catalogue/quotas/{mine.pk}/edit/", {"nominal": 40}).content.decode()
     assert "set by a tenant-admin above this tenant or a platform-admin" in page
     assert Quota.objects.get(pk=mine.pk).nominal == 4
