@@ -29,6 +29,7 @@ from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLine
 from policies import rollout_views
 from policies.api import agents as agent_api
 from policies.api.views import BootstrapTokenViewSet, NodeAgentViewSet, RolloutViewSet
+from quotas import catalogue_views
 from quotas import views as quota_views
 from quotas.api.catalogue import (
     BudgetViewSet,
@@ -137,6 +138,14 @@ urlpatterns = [
     path("metering/periods/<uuid:period_id>/reports/", metering_views.job_create, name="metering-job-create"),
     path("metering/jobs/<uuid:job_id>/", metering_views.job_progress, name="metering-job-progress"),
     path("metering/jobs/<uuid:job_id>/<str:fmt>/", metering_views.job_download, name="metering-job-download"),
+    # The catalogue's pages (flavors, priority classes, quotas, budgets, queues), one block.
+    path("catalogue/", catalogue_views.catalogue_index, name="catalogue"),
+    path("catalogue/<slug:kind>/", catalogue_views.catalogue_list, name="catalogue-list"),
+    path("catalogue/<slug:kind>/new/", catalogue_views.catalogue_create, name="catalogue-create"),
+    path("catalogue/<slug:kind>/<uuid:pk>/edit/", catalogue_views.catalogue_edit, name="catalogue-edit"),
+    path(
+        "catalogue/<slug:kind>/<uuid:pk>/delete/", catalogue_views.catalogue_delete, name="catalogue-delete"
+    ),
     path("<slug:section>/", ui_views.section_placeholder, name="section"),
 ]
 

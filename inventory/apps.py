@@ -15,3 +15,14 @@ class InventoryConfig(AppConfig):
         from inventory.metrics import collect
 
         register_collector("inventory", collect)
+        from gpuplatform.ui.panels import TENANT, register_panel
+        from inventory import overview, tenant_page
+
+        register_panel(name="fleet", template=overview.TEMPLATE, context=overview.overview_context, order=20)
+        register_panel(
+            name="holdings",
+            template=tenant_page.TEMPLATE,
+            context=tenant_page.tenant_context,
+            order=20,
+            page=TENANT,
+        )

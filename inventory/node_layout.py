@@ -11,20 +11,43 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
+from inventory.domain.gpu_models import resolve_gpu_model
+from inventory.fragmentation.geometry import first_fit_layout
 from inventory.models import Allocation, Gpu, Node, ShareableUnit
 
-UNASSIGNED_COLOUR = "#9aa5b1"
+# Okabe & Ito's palette, safe for the common colour-vision deficiencies; black is kept for text.
+# Each pair is (fill, text colour readable on it).
+OKABE_ITO = (
+    ("#E69F00", "#000000"),  # orange
+    ("#56B4E9", "#000000"),  # sky blue
+    ("#009E73", "#FFFFFF"),  # bluish green
+    ("#F0E442", "#000000"),  # yellow
+    ("#0072B2", "#FFFFFF"),  # blue
+    ("#D55E00", "#FFFFFF"),  # vermillion
+    ("#CC79A7", "#000000"),  # reddish purple
+)
+UNASSIGNED_COLOUR = "#BBBBBB"
+FREE_COLOUR = "transparent"
 
 
 def tenant_colour(slug: str | None) -> str:
-    """A stable colour per tenant, grey for the unassigned bucket."""
+    """A stable colour per tenant across pages (grey for the unassigned bucket). Two tenants may share
+    one of the seven; a page drawing several tenants assigns them distinct colours (``palette_for``)."""
     if not slug:
         return UNASSIGNED_COLOUR
-    hue = int(hashlib.sha256(slug.encode()).hexdigest()[:4], 16) % 360
-    return f"hsl({hue} 65% 48%)"
+    return OKABE_ITO[int(hashlib.sha256(slug.encode()).hexdigest()[:4], 16) % len(OKABE_ITO)][0]
+
+
+def palette_for(slugs: set[str]) -> dict[str, tuple[str, str]]:
+    """Distinct palette colours for the tenants on one page, in slug order (cycling past seven: the
+    labels beside each block keep them apart then)."""
+    named = sorted(s for s in slugs if s and s != "unassigned")
+    colours = {slug: OKABE_ITO[i % len(OKABE_ITO)] for i, slug in enumerate(named)}
+    colours["unassigned"] = (UNASSIGNED_COLOUR, "#000000")
+    return colours
 
 
 @dataclass(frozen=True)
@@ -34,24 +57,61 @@ class Block:
     colour: str
     holder: str
     tenant: str  # the holding tenant's slug, "unassigned", or "" when free
+    text: str = "#000000"
+    start: int | None = None  # first memory slice of a MIG instance, where its place is known
+    size: int | None = None  # memory slices it spans
+    inferred: bool = False  # placed first-fit: the device plugin gives counts per node, not places
+
+
+@dataclass(frozen=True)
+class Segment:
+    block: Block
+    left: float
+    width: float
 
 
 @dataclass
 class Card:
     gpu: Gpu
     blocks: list[Block] = field(default_factory=list)
+    slices: int = 0  # memory slices of the card's model (8 on A100/H100), 0: not MIG capable
+
+    @property
+    def segments(self) -> list[Segment]:
+        """MIG instances drawn at their slice positions (percent of the card's width)."""
+        if not self.slices:
+            return []
+        placed = sorted((b for b in self.blocks if b.start is not None), key=lambda b: b.start or 0)
+        return [
+            Segment(block=b, left=100 * (b.start or 0) / self.slices, width=100 * (b.size or 1) / self.slices)
+            for b in placed
+        ]
+
+    @property
+    def flowing(self) -> list[Block]:
+        """Blocks without a slice position (whole cards, replicas, shares), drawn side by side."""
+        return [b for b in self.blocks if b.start is None or not self.slices]
+
+    @property
+    def inferred(self) -> bool:
+        return any(b.inferred for b in self.blocks)
+
+    @property
+    def slice_marks(self) -> list[float]:
+        """Left edges (percent) of slices 1..n-1, for the grid lines under the segments."""
+        return [100 * i / self.slices for i in range(1, self.slices)] if self.slices else []
 
 
 @dataclass
 class NodeLayout:
     cards: list[Card]
-    loose: list[Block]  # units the cluster does not tie to one card (MIG groups of a mixed node)
+    loose: list[Block]  # units the cluster does not tie to one card and that cannot be placed
 
     @property
-    def legend(self) -> list[tuple[str, str]]:
-        """(tenant, colour) of every holder drawn, for the key under the cards."""
+    def legend(self) -> list[tuple[str, str, str]]:
+        """(tenant, colour, text colour) of every holder drawn, for the key beside the cards."""
         blocks = [b for card in self.cards for b in card.blocks] + self.loose
-        return sorted({(b.tenant, b.colour) for b in blocks if b.tenant})
+        return sorted({(b.tenant, b.colour, b.text) for b in blocks if b.tenant})
 
 
 def _block(label: str, ge: Decimal, holder: Allocation | None) -> Block:
@@ -59,10 +119,53 @@ def _block(label: str, ge: Decimal, holder: Allocation | None) -> Block:
     return Block(
         label=label,
         width=max(float(ge) * 100, 4),
-        colour=tenant_colour(slug) if holder else "transparent",
+        colour=tenant_colour(slug) if holder else FREE_COLOUR,
         holder=f"{holder.namespace}/{holder.holder_name} ({slug or 'unassigned'})" if holder else "free",
         tenant=(slug or "unassigned") if holder else "",
     )
+
+
+def _recolour(layout: NodeLayout) -> NodeLayout:
+    """Give the tenants drawn on this node distinct palette colours."""
+    palette = palette_for(
+        {b.tenant for card in layout.cards for b in card.blocks} | {b.tenant for b in layout.loose}
+    )
+
+    def paint(block: Block) -> Block:
+        if not block.tenant:
+            return block
+        colour, text = palette[block.tenant]
+        return replace(block, colour=colour, text=text)
+
+    for card in layout.cards:
+        card.blocks = [paint(b) for b in card.blocks]
+    layout.loose = [paint(b) for b in layout.loose]
+    return layout
+
+
+def _place_mig(cards: list[Card], unplaced: list[tuple[ShareableUnit, list[Block]]]) -> list[Block]:
+    """MIG instances the device plugin reports per node, dealt to the node's cards in turn (as the
+    fragmentation input does) and placed first-fit on each; returns what did not fit anywhere."""
+    if not cards:
+        return [b for _, blocks in unplaced for b in blocks]
+    dealt: dict[int, list[Block]] = defaultdict(list)
+    for _, blocks in unplaced:
+        for i, block in enumerate(blocks):
+            dealt[i % len(cards)].append(block)
+    left: list[Block] = []
+    for position, blocks in dealt.items():
+        card = cards[position]
+        model = resolve_gpu_model(product=card.gpu.product, memory_mib=card.gpu.memory_mib)
+        waiting: dict[str, list[Block]] = defaultdict(list)
+        for block in blocks:
+            waiting[block.label].append(block)
+        for instance in first_fit_layout(model=model, profiles=[b.label for b in blocks]):
+            profile = model.mig_profile(instance.profile)
+            block = waiting[instance.profile].pop(0)
+            size = profile.memory_slices if profile else None
+            card.blocks.append(replace(block, start=instance.start, size=size, inferred=True))
+        left.extend(b for queue in waiting.values() for b in queue)
+    return left
 
 
 def _dra_card_index(units: list[ShareableUnit]) -> dict[uuid.UUID, int]:
@@ -88,7 +191,12 @@ def _dra_card_index(units: list[ShareableUnit]) -> dict[uuid.UUID, int]:
 
 def node_layout(*, node: Node) -> NodeLayout:
     """The node's cards with their unit blocks, coloured by holding tenant. Three queries."""
-    held = list(Allocation.objects.filter(node=node, ended_at__isnull=True).select_related("tenant"))
+    # Oldest holder first, so a resource's units are handed out in a stable order page after page.
+    held = list(
+        Allocation.objects.filter(node=node, ended_at__isnull=True)
+        .select_related("tenant")
+        .order_by("started_at", "pk")
+    )
     gpus = list(node.gpus.order_by("index"))
     units = list(node.units.order_by("key"))
     # A DRA unit's key carries "@<slice>"; the ledger names the device as claims do, without it.
@@ -100,10 +208,11 @@ def node_layout(*, node: Node) -> NodeLayout:
             by_key[allocation.unit_key].append(allocation)
         else:  # device-plugin holders name a resource, not a unit: they fill its units in order
             by_resource[allocation.resource_name].extend([allocation] * allocation.count)
-    cards = {gpu.index: Card(gpu=gpu) for gpu in gpus}
+    cards = {gpu.index: Card(gpu=gpu, slices=_slices(gpu)) for gpu in gpus}
     dra_index = _dra_card_index([u for u in units if u.kind == "dra_device"])
     gpu_index = {gpu.pk: gpu.index for gpu in gpus}
     loose: list[Block] = []
+    unplaced_mig: list[tuple[ShareableUnit, list[Block]]] = []
     for unit in units:
         keyed = by_key.get(unit.key) or by_key.get(unit.key.split("@", 1)[0])
         if unit.kind == "hami_gpu":
@@ -119,9 +228,20 @@ def node_layout(*, node: Node) -> NodeLayout:
                 )
                 for _ in range(unit.count)
             ]
+        if unit.mig_profile and unit.placement_start is not None:
+            # The cluster said where the instance sits (DRA MIG devices): draw it there.
+            blocks = [replace(b, start=unit.placement_start, size=unit.placement_size) for b in blocks]
         index = gpu_index.get(unit.gpu_id) if unit.gpu_id is not None else dra_index.get(unit.pk)
         if index is not None and index in cards:
             cards[index].blocks.extend(blocks)
+        elif unit.kind == "mig_instance":
+            unplaced_mig.append((unit, blocks))
         else:
             loose.extend(blocks)
-    return NodeLayout(cards=list(cards.values()), loose=loose)
+    ordered = list(cards.values())
+    loose.extend(_place_mig([c for c in ordered if c.slices], unplaced_mig))
+    return _recolour(NodeLayout(cards=ordered, loose=loose))
+
+
+def _slices(gpu: Gpu) -> int:
+    return resolve_gpu_model(product=gpu.product, memory_mib=gpu.memory_mib).mig_memory_slices

@@ -18,6 +18,8 @@ from inventory.capacity import pool_model_capacity
 from inventory.models import Allocation, Cluster, Node, NodePool, ParseIssueCount
 from inventory.node_layout import node_layout, tenant_colour
 
+POOLS_PER_PAGE = 25
+
 
 @login_required
 def clusters(request: HttpRequest) -> HttpResponse:
@@ -27,12 +29,14 @@ def clusters(request: HttpRequest) -> HttpResponse:
         .annotate(parse_issue_count=Sum("parse_issues__count"))
         .prefetch_related("sync_states")
     )
-    pools = list(
+    page = Paginator(
         NodePool.objects.visible_to(user)
         .select_related("cluster", "tenant")
         .annotate(node_count=Count("nodes", filter=Q(nodes__present=True)))
-        .order_by("cluster__name", "name")
-    )
+        .order_by("cluster__name", "name"),
+        POOLS_PER_PAGE,
+    ).get_page(request.GET.get("page"))
+    pools = list(page.object_list)
     capacity = pool_model_capacity(pool_ids=[p.pk for p in pools])
     for pool in pools:
         rows = capacity.get(pool.pk, [])
@@ -41,7 +45,16 @@ def clusters(request: HttpRequest) -> HttpResponse:
         pool.free_ge = sum((r.free_ge for r in rows), start=Decimal(0))
     issues = ParseIssueCount.objects.visible_to(user).select_related("cluster").order_by("-count")[:20]
     return render(
-        request, "inventory/clusters.html", {"clusters": cluster_rows, "pools": pools, "issues": issues}
+        request,
+        "inventory/clusters.html",
+        {
+            "clusters": cluster_rows,
+            "pools": pools,
+            "page": page,
+            "issues": issues,
+            "previous_label": "← Previous",
+            "next_label": "Next →",
+        },
     )
 
 

@@ -7,10 +7,12 @@ class MeteringConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Register the Celery task names (metering.meter_hour, ...) with the app.
-        from metering import tasks  # noqa: F401
+        from gpuplatform.ui.panels import register_panel
+        from metering import tasks  # noqa: F401  (registers metering.meter_hour, ... with Celery)
+        from metering.overview import TEMPLATE, overview_context
         from metering.services.burn import burned_from_ledger
         from quotas.ports import set_burn_source
 
         # Admission's budget burn comes from the usage ledger (quotas defines the port).
         set_burn_source(burned_from_ledger)
+        register_panel(name="finance", template=TEMPLATE, context=overview_context, order=30)

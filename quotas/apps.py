@@ -17,3 +17,7 @@ class QuotasConfig(AppConfig):
         from quotas.metrics import collect
 
         register_collector("quotas", collect)
+        from gpuplatform.ui.panels import TENANT, register_panel
+        from quotas.tenant_page import TEMPLATE, tenant_context
+
+        register_panel(name="quotas", template=TEMPLATE, context=tenant_context, order=10, page=TENANT)

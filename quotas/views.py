@@ -6,12 +6,12 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import F
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from gpuplatform.errors import DomainError
+from gpuplatform.errors import DomainError, NotFound
 from gpuplatform.ui.auth import current_user
 from quotas import selectors
 from quotas.forms import RequestCapacityForm
@@ -94,6 +94,8 @@ def decide(request: HttpRequest, request_id: str, verdict: str) -> HttpResponse:
             actor=user, request_id=request_id, approve=verdict == "approve", note=request.POST.get("note", "")
         )
         messages.success(request, f"Request {verdict}d.")
+    except NotFound as exc:  # another tenant's request: a 404, as on the API
+        raise Http404(exc.message) from exc
     except DomainError as exc:
         messages.error(request, exc.message)
     return redirect("queues")

@@ -5,19 +5,25 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from gpuplatform.errors import DomainError
 from gpuplatform.ui.auth import current_user
+from gpuplatform.ui.panels import TENANT, panels_for
 from tenants import scoping, services
 from tenants.forms import MembershipForm, RoleForm, TenantForm
 from tenants.models import Membership, Tenant
+
+TREE_PAGE_SIZE = 50  # rows of the tree a page; a page break keeps depth order (indents stay true)
 
 
 def _visible(request: HttpRequest, tenant_id: uuid.UUID) -> Tenant:
@@ -50,9 +56,16 @@ def tenant_tree(request: HttpRequest) -> HttpResponse:
     # Depth relative to the shallowest visible tenant, so a team admin's tree starts at the left margin.
     base = min((t.depth for t in tenants), default=0)
     rows = [{"tenant": t, "indent": t.depth - base} for t in tenants]
+    page = Paginator(rows, TREE_PAGE_SIZE).get_page(request.GET.get("page"))
     can_create_root = user.is_platform_admin
     can_create = can_create_root or bool(scoping.admin_root_paths(user))
-    context = {"rows": rows, "query": query, "can_create": can_create}
+    context = {
+        "rows": page.object_list,
+        "page": page,
+        "query": query,
+        "pager_query": urlencode({"q": query}) if query else "",
+        "can_create": can_create,
+    }
     # The live filter (htmx) swaps only the table.
     template = "tenants/_tree_rows.html" if getattr(request, "htmx", False) else "tenants/tree.html"
     return render(request, template, context)
@@ -78,6 +91,13 @@ def tenant_detail(request: HttpRequest, tenant_id: uuid.UUID) -> HttpResponse:
         "can_delete": scoping.can_manage_strictly_below(user, tenant),
         "member_form": MembershipForm(),
         "role_form": RoleForm,
+        # Quotas, requests and holdings belong to higher apps; they fill the page's panels.
+        "panels": [
+            render_to_string(
+                panel.template, {"tenant": tenant, **panel.context(user, tenant)}, request=request
+            )
+            for panel in panels_for(TENANT)
+        ],
     }
     return render(request, "tenants/detail.html", context)
 

@@ -9,14 +9,14 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from gpuplatform.accounts.models import ApiToken, TokenScope
 from gpuplatform.accounts.tokens import issue_api_token, revoke_api_token
-from gpuplatform.errors import DomainError
+from gpuplatform.errors import DomainError, NotFound
 from gpuplatform.ui.auth import current_user
 
 
@@ -55,6 +55,8 @@ def token_list(request: HttpRequest) -> HttpResponse:
 def token_revoke(request: HttpRequest, token_id: uuid.UUID) -> HttpResponse:
     try:
         token = revoke_api_token(actor=current_user(request), token_id=token_id)
+    except NotFound as error:  # another user's token: a 404, as on the API
+        raise Http404(error.message) from error
     except DomainError as error:
         messages.error(request, error.message)
     else:

@@ -1,7 +1,9 @@
-"""The overview page's panels, filled in by the apps that own them (the core knows no domain app).
+"""Panels of the core's pages, filled in by the apps that own them (the core knows no domain app).
 
-An app registers a panel in its ``AppConfig.ready``: a template and a function from the signed-in user
-to that template's context. The overview renders the panels in ``order``.
+An app registers a panel in its ``AppConfig.ready``: the page it goes on, a template and a function
+to that template's context. The overview's panels take the signed-in user; the tenant page's take the
+user and the tenant shown (a lower app such as tenants cannot read quotas or inventory itself). A page
+renders its panels in ``order``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-PanelContext = Callable[[Any], dict[str, Any]]
+OVERVIEW = "overview"
+TENANT = "tenant"
+
+PanelContext = Callable[..., dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -19,15 +24,22 @@ class Panel:
     template: str
     context: PanelContext
     order: int = 100
+    page: str = OVERVIEW
 
 
-_panels: dict[str, Panel] = {}
+_panels: dict[tuple[str, str], Panel] = {}
 
 
-def register_panel(*, name: str, template: str, context: PanelContext, order: int = 100) -> None:
-    """Add (or replace, by name: ``ready`` may run twice in tests) a panel of the overview."""
-    _panels[name] = Panel(name=name, template=template, context=context, order=order)
+def register_panel(
+    *, name: str, template: str, context: PanelContext, order: int = 100, page: str = OVERVIEW
+) -> None:
+    """Add (or replace, by page and name: ``ready`` may run twice in tests) a panel of a page."""
+    _panels[(page, name)] = Panel(name=name, template=template, context=context, order=order, page=page)
+
+
+def panels_for(page: str) -> list[Panel]:
+    return sorted((p for p in _panels.values() if p.page == page), key=lambda p: (p.order, p.name))
 
 
 def overview_panels() -> list[Panel]:
-    return sorted(_panels.values(), key=lambda p: (p.order, p.name))
+    return panels_for(OVERVIEW)

@@ -25,6 +25,7 @@ __all__ = [
     "PlaceableProfile",
     "PlacedInstance",
     "analyze_gpu_placement",
+    "first_fit_layout",
     "occupancy_of",
     "placeable_starts",
 ]
@@ -153,3 +154,17 @@ def _placeable(model: GpuModel, occupancy: Occupancy) -> tuple[PlaceableProfile,
         if starts:
             found.append(PlaceableProfile(profile.name, starts, profile.ge, profile.memory_mib))
     return tuple(found)
+
+
+def first_fit_layout(*, model: GpuModel, profiles: Iterable[str]) -> tuple[PlacedInstance, ...]:
+    """First-fit placement of a card's instances, largest first: the layout mig-parted creates for the
+    same profiles. Device-plugin labels give counts, not placements, so pages and fragmentation place
+    them this way; a profile that no longer fits (or is unknown) is left out."""
+    placed: list[PlacedInstance] = []
+    known = [p for p in (model.mig_profile(name) for name in profiles) if p is not None]
+    for profile in sorted(known, key=lambda p: -p.memory_slices):
+        occupancy, _ = occupancy_of(model=model, instances=placed)
+        starts = placeable_starts(model=model, occupancy=occupancy, profile=profile)
+        if starts:
+            placed.append(PlacedInstance(profile=profile.name, start=starts[0], in_use=False))
+    return tuple(placed)

@@ -76,4 +76,4 @@ def test_the_node_page_puts_dra_devices_on_their_cards_coloured_by_holder(
     }
     drawn = {f"gpu-{card.gpu.index}": card.blocks[0].tenant for card in layout.cards if card.blocks[0].tenant}
     assert drawn == held
-    assert {tenant for tenant, _ in layout.legend} == set(held.values())
+    assert {tenant for tenant, _, _ in layout.legend} == set(held.values())

@@ -68,3 +68,30 @@ def api_routes(urlconf: str | None = None) -> list[Route]:
             )
         )
     return routes
+
+
+# --- The web UI's routes ------------------------------------------------------------------------
+
+# Served by others (Django's admin, auth, the API schema and docs) or not a page (health probes).
+NOT_UI_PREFIXES = ("api/", "admin/", "healthz", "readyz", "login/", "logout/")
+
+
+@dataclass(frozen=True)
+class UiRoute:
+    name: str
+    template: str  # e.g. "tenants/<uuid:tenant_id>/"
+    params: tuple[str, ...]
+
+
+def ui_routes(urlconf: str | None = None) -> list[UiRoute]:
+    """Every named page of the web UI, with the names of its path parameters."""
+    routes = []
+    for pattern in get_resolver(urlconf).url_patterns:
+        if not isinstance(pattern, URLPattern) or pattern.name is None:
+            continue
+        template = str(pattern.pattern)
+        if template.startswith(NOT_UI_PREFIXES):
+            continue
+        params = tuple(re.findall(r"<(?:\w+:)?(\w+)>", template))
+        routes.append(UiRoute(name=pattern.name, template=template, params=params))
+    return routes

@@ -1,0 +1,153 @@
+"""Tenancy on the web UI's pages, as tests/isolation/test_isolation.py holds it on the API: every named
+page is declared here, or the suite fails naming it. A page about one object answers 404 to alice
+(tenant-admin of vision) and charlie (no tenant) for another tenant's object, on GET and POST, and
+leaves it unchanged; a page listing things never shows another tenant's marker."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from gpuplatform.accounts.models import ApiToken
+from tenants.models import Membership
+from tests.inventory import factories as inv
+from tests.isolation.routes import ui_routes
+from tests.quotas import factories as adm
+
+pytestmark = pytest.mark.django_db
+
+Kwargs = Callable[[Any], dict[str, Any]]
+CATALOGUE_FOREIGN: dict[str, Callable[[Any], Any]] = {
+    "flavors": lambda cast: adm.flavor(tenant=cast.nlp),
+    "priority-classes": lambda cast: adm.priority_class(tenant=cast.nlp),
+    "quotas": lambda cast: adm.quota(tenant=cast.nlp),
+    "budgets": lambda cast: adm.budget(tenant=cast.nlp),
+    "queues": lambda cast: adm.queue(tenant=cast.nlp),
+}
+
+
+def catalogue_row(kind: str, make: Callable[[Any], Any]) -> Kwargs:
+    return lambda cast: {"kind": kind, "pk": make(cast).pk}
+
+
+# Pages about one object: route name -> the path arguments naming another tenant's object(s).
+FOREIGN_PAGES: dict[str, list[Kwargs]] = {
+    "tenant-detail": [lambda cast: {"tenant_id": cast.nlp.pk}],
+    "tenant-edit": [lambda cast: {"tenant_id": cast.nlp.pk}],
+    "tenant-delete": [lambda cast: {"tenant_id": cast.nlp.pk}],
+    "membership-add": [lambda cast: {"tenant_id": cast.nlp.pk}],
+    "membership-edit": [
+        lambda cast: {"membership_id": Membership.objects.get(tenant=cast.nlp, user=cast.bob).pk}
+    ],
+    "membership-remove": [
+        lambda cast: {"membership_id": Membership.objects.get(tenant=cast.nlp, user=cast.bob).pk}
+    ],
+    "token-revoke": [lambda cast: {"token_id": ApiToken.objects.filter(user=cast.bob).first().pk}],
+    "inventory-pool": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
+    "inventory-node": [lambda cast: {"node_id": inv.node().pk}],
+    "queues-request": [lambda cast: {"request_id": adm.capacity_request(tenant=cast.nlp).pk}],
+    "queues-decide": [
+        lambda cast, verdict=verdict: {
+            "request_id": adm.capacity_request(tenant=cast.nlp).pk,
+            "verdict": verdict,
+        }
+        for verdict in ("approve", "refuse")
+    ],
+    "catalogue-edit": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
+    "catalogue-delete": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
+}
+
+# Pages listing things: route name -> (path arguments, what must not show: another tenant's marks).
+NLP_MARKS = ["team-nlp", "nlp-only", "urgent-nlp", "only-nlp"]
+LIST_PAGES: dict[str, list[dict[str, Any]]] = {
+    "overview": [{}],
+    "tenant-tree": [{}],
+    "tenant-create": [{}],
+    "token-list": [{}],
+    "audit-log": [{}],
+    "inventory": [{}],
+    "inventory-fragmentation": [{}],
+    "inventory-allocations": [{}],
+    "queues": [{}],
+    "queues-quotas": [{}],
+    "queues-oversubscription": [{}],
+    "queues-request-new": [{}],
+    "catalogue": [{}],
+    "catalogue-list": [{"kind": kind} for kind in CATALOGUE_FOREIGN],
+    "catalogue-create": [{"kind": kind} for kind in CATALOGUE_FOREIGN],
+    "section": [{"section": s} for s in ("policies", "metering", "slos")],
+}
+
+
+def plant(cast) -> None:
+    """nlp's objects of every kind, marked so a leak shows by name."""
+    for make in CATALOGUE_FOREIGN.values():
+        make(cast)
+    adm.capacity_request(tenant=cast.nlp)
+    inv.pool("nlp-only", tenant=cast.nlp)
+    inv.allocation(tenant=cast.nlp, namespace="team-nlp", name="nlp-pod")
+
+
+def test_every_ui_page_is_declared():
+    names = {route.name for route in ui_routes()}
+    undeclared = names - set(FOREIGN_PAGES) - set(LIST_PAGES)
+    assert undeclared == set(), f"declare these pages in {__name__}: {sorted(undeclared)}"
+    with_params = {route.name for route in ui_routes() if route.params} - {
+        "catalogue-list",
+        "catalogue-create",
+        "section",
+    }
+    assert with_params <= set(FOREIGN_PAGES)
+
+
+def _snapshot(obj: Any) -> Any:
+    return type(obj)._default_manager.filter(pk=obj.pk).values().first()
+
+
+@pytest.mark.parametrize("viewer", ["alice", "charlie"])
+def test_no_page_shows_or_changes_another_tenants_object(cast, client, viewer):
+    plant(cast)
+    client.force_login(getattr(cast, viewer))
+    violations = []
+    for name, argument_sets in FOREIGN_PAGES.items():
+        for arguments in argument_sets:
+            kwargs = arguments(cast)
+            url = reverse(name, kwargs=kwargs)
+            for method in ("get", "post"):
+                status = getattr(client, method)(url, {"nominal": 0, "name": "hijacked"}).status_code
+                if status not in (404, 405):
+                    violations.append(f"{viewer}: {method.upper()} {url} answered {status}")
+    assert violations == []
+    # nothing planted changed: the catalogue rows are still nlp's as made
+    assert adm.quota(tenant=cast.nlp).nominal == 4
+    assert adm.queue(tenant=cast.nlp).name == "default"
+
+
+@pytest.mark.parametrize("viewer", ["alice", "charlie", "dana"])
+def test_no_list_page_shows_another_tenants_marks(cast, client, viewer):
+    plant(cast)
+    client.force_login(getattr(cast, viewer))
+    violations = []
+    for name, argument_sets in LIST_PAGES.items():
+        for kwargs in argument_sets:
+            url = reverse(name, kwargs=kwargs)
+            response = client.get(url, follow=True)
+            html = response.content.decode()
+            if response.status_code not in (200, 404):
+                violations.append(f"{viewer}: GET {url} answered {response.status_code}")
+            violations.extend(f"{viewer}: GET {url} shows {mark}" for mark in NLP_MARKS if mark in html)
+    assert violations == []
+
+
+def test_the_marks_are_real_a_platform_admin_sees_each_somewhere(cast, client):
+    plant(cast)
+    client.force_login(cast.pat)
+    pages = "".join(
+        client.get(reverse(name, kwargs=kwargs), follow=True).content.decode()
+        for name, argument_sets in LIST_PAGES.items()
+        for kwargs in argument_sets
+    )
+    assert [mark for mark in NLP_MARKS if mark not in pages] == []
