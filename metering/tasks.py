@@ -10,8 +10,8 @@ from celery import shared_task
 from django.utils import timezone
 
 from inventory.models import Cluster
-from metering.services.collection import meter_usage_hour, retry_incomplete_usage, usage_source_for
 from metering.report_tasks import build_report_task  # noqa: F401  (registers metering.build_report)
+from metering.services.collection import meter_usage_hour, retry_incomplete_usage, usage_source_for
 from metering.services.ledger import meter_allocation_hour
 
 
