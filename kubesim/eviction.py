@@ -157,7 +157,15 @@ def evict(store: Store, req: Request, namespace: str, name: str) -> Response:
     evicted_name = (eviction.get("metadata") or {}).get("name", "")
     if evicted_name != name:
         raise errors.bad_request("name in URL does not match name in Eviction object")
-    options = _delete_options(req, eviction)
+    evict_pod(store, namespace, name, _delete_options(req, eviction))
+    return json_response(
+        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
+    )
+
+
+def evict_pod(store: Store, namespace: str, name: str, options: dict[str, Any] | None = None) -> None:
+    """The eviction itself, also for Python callers: raises the ApiError the endpoint would answer."""
+    options = options or {}
     dry_run = options.get("dryRun") == ["All"]
     pods = registry.by_plural("pods")
     with store.lock:
@@ -185,9 +193,6 @@ def evict(store: Store, req: Request, namespace: str, name: str) -> Response:
             dry_run=dry_run,
             grace_period=options.get("gracePeriodSeconds"),
         )
-    return json_response(
-        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201
-    )
 
 
 def _bypasses_budget(pdb: dict[str, Any], pod: dict[str, Any]) -> bool:

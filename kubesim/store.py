@@ -268,6 +268,8 @@ class Store:
         info = registry.by_plural(resource)
         obj = strategy.to_storage(info, obj)
         with self._lock:
+            # request.name of a create that relies on generateName is empty, as the API server's is.
+            generated = not (obj.get("metadata") or {}).get("name")
             warnings = strategy.prepare_create(info, obj, namespace, opts, self._rng)
             meta = obj["metadata"]
             ns = meta.get("namespace", "")
@@ -288,7 +290,7 @@ class Store:
             meta["creationTimestamp"] = self.now()
             # Validating admission runs after the strategy's BeforeCreate and before storage, so a
             # denial wins over AlreadyExists.
-            warnings += self._admit("CREATE", info, opts, None, obj, None)
+            warnings += self._admit("CREATE", info, opts, None, obj, None, generated=generated)
             if exists:
                 raise errors.already_exists(info, meta["name"])
             strategy.record_managed_fields(info, None, obj, opts, self.now())
@@ -372,6 +374,8 @@ class Store:
         subresource: str | None,
         obj: dict[str, Any] | None,
         old: dict[str, Any] | None,
+        *,
+        generated: bool = False,
     ) -> builtins.list[str]:
         """ValidatingAdmissionPolicies over this write: their warnings, or the denial raised."""
         if not self._tables["validatingadmissionpolicybindings"].objects or info.group == EXEMPT_GROUP:
@@ -390,7 +394,7 @@ class Store:
             version=version,
             subresource=subresource or "",
             namespace=meta.get("namespace", "") if info.namespaced else "",
-            name=meta.get("name", ""),
+            name="" if generated else meta.get("name", ""),
             obj=obj,
             old=old,
             dry_run=opts.dry_run,

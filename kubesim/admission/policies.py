@@ -262,13 +262,15 @@ class ValidatingPolicies:
         info = req.info
         resource = f"{info.plural}.{info.group}" if info.group else info.plural
         reason = decision.reason or "Invalid"
-        prefix = f'{resource} "{req.name}" is forbidden' if req.name else f"{resource} is forbidden"
+        # The message names the object even when request.name is empty (a generateName create).
+        name = req.name or ((req.obj or req.old or {}).get("metadata") or {}).get("name", "")
+        prefix = f'{resource} "{name}" is forbidden' if name else f"{resource} is forbidden"
         return ApiError(
             _CODES.get(reason, 422),
             reason,
             f"{prefix}: {text}",
             [{"message": text}],
-            name=req.name or None,
+            name=name or None,
             group=info.group or None,
             kind=info.plural,
         )

@@ -423,3 +423,20 @@ def test_policies_and_bindings_are_validated_beyond_the_schema(admission):
     assert [c["field"] for c in status_of(no_param_action.value)["details"]["causes"]] == [
         "spec.paramRef.parameterNotFoundAction"
     ]
+
+
+def test_a_generate_name_create_has_an_empty_request_name(admission, core):
+    install(
+        admission,
+        policy("named", [{"expression": "request.name != ''", "message": "name your pods"}]),
+        binding("named", "named"),
+    )
+    generated = gpu_pod("", 1)
+    generated["metadata"] = {"generateName": "job-", "namespace": "default"}
+
+    core.create_namespaced_pod("default", gpu_pod("explicit", 1))
+    with pytest.raises(client.ApiException) as refused:
+        core.create_namespaced_pod("default", generated)
+
+    message = status_of(refused.value)["message"]
+    assert message.startswith('pods "job-') and message.endswith("denied request: name your pods")

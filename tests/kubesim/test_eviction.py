@@ -266,7 +266,8 @@ def test_budgets_are_served_listed_watched_and_validated(kube_api_client):
         )
     resources = {r.name: r for r in client.CoreV1Api(kube_api_client).get_api_resources().resources}
 
-    assert created.metadata.generation == 1 and created.status is None
+    assert created.metadata.generation == 1 and created.status.observed_generation is None
+    assert (created.status.disruptions_allowed, created.status.expected_pods) == (0, 0)
     assert [p.metadata.name for p in listed.items] == ["train"]
     assert both.value.status == 422
     assert status_of(both.value)["details"]["causes"] == [

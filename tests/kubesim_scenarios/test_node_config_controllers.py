@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+from kubesim.errors import ApiError
+from kubesim.eviction import evict_pod
 from tests.kubesim_scenarios.controller_helpers import cluster, gpu_pod
 
 MIG_CONFIG = "nvidia.com/mig.config"
@@ -206,3 +210,41 @@ def test_resource_naming_in_the_config_is_ignored_as_the_released_plugin_does() 
         "Setting the 'rename' field in sharing.timeSlicing.resources is not yet supported in the config. "
         "Ignoring...",
     ]
+
+
+def test_a_planned_mig_change_cordons_evicts_within_the_budget_then_applies() -> None:
+    """The platform's planned operation on kubesim: cordon, evict through the Eviction API (the budget
+    holds the second pod until relaxed), then the MIG label applies on the idle node."""
+    c = cluster("mig-mixed", 1, enabled={"scheduler", "mig-manager", "pod-lifecycle", "disruption"})
+    node = c.nodes_of_pool("h100-mig-balanced")[0]
+    for name in ("train-1", "train-2"):
+        pod = gpu_pod(name, {"nvidia.com/mig-1g.10gb": "1"})
+        pod["metadata"]["labels"] = {"app": "train"}
+        c.store.create("pods", pod)
+    c.store.create(
+        "poddisruptionbudgets",
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "train", "namespace": "team-vision"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "train"}}},
+        },
+    )
+    c.settle()
+    assert c.store.get("poddisruptionbudgets", "team-vision", "train")["status"]["disruptionsAllowed"] == 1
+
+    c.store.patch_merge("nodes", None, node, {"spec": {"unschedulable": True}})
+    evict_pod(c.store, "team-vision", "train-1")
+    with pytest.raises(ApiError) as held:
+        evict_pod(c.store, "team-vision", "train-2")
+    c.store.patch_merge("poddisruptionbudgets", "team-vision", "train", {"spec": {"minAvailable": 0}})
+    c.settle()
+    evict_pod(c.store, "team-vision", "train-2")
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {MIG_CONFIG: "all-1g.10gb"}}})
+    c.settle()
+
+    assert held.value.status == 429 and held.value.causes[0]["reason"] == "DisruptionBudget"
+    current = c.node(node)
+    assert current["metadata"]["labels"][STATE] == "success"
+    assert current["status"]["allocatable"]["nvidia.com/mig-1g.10gb"] == "56"
+    assert not c.events("MigConfigFailed")
