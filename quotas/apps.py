@@ -18,6 +18,13 @@ class QuotasConfig(AppConfig):
 
         register_collector("quotas", collect)
         from gpuplatform.ui.panels import TENANT, register_panel
-        from quotas.tenant_page import TEMPLATE, tenant_context
+        from quotas import overview, tenant_page
 
-        register_panel(name="quotas", template=TEMPLATE, context=tenant_context, order=10, page=TENANT)
+        register_panel(name="demand", template=overview.TEMPLATE, context=overview.overview_context, order=25)
+        register_panel(
+            name="quotas",
+            template=tenant_page.TEMPLATE,
+            context=tenant_page.tenant_context,
+            order=10,
+            page=TENANT,
+        )

@@ -13,8 +13,10 @@ from django.utils import timezone
 
 from inventory.models import Allocation, Gpu, Node, ShareableUnit
 from metering.models import ReportLine, UsageHour
+from quotas.models import CapacityRequest
 from tests.inventory import factories as inv
 from tests.metering import factories as met
+from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
 
@@ -127,3 +129,22 @@ def test_finance_sees_billing_periods_with_what_was_metered_and_charged(cast, cl
     [row] = cells(html, "billing-periods")
     assert row[:4] == [period.label, "Open", "4.75", "12.50 USD"]
     assert 'href="/metering/"' in html
+
+
+def test_the_overview_shows_pending_demand_and_what_awaits_the_viewers_decision(cast, client):
+    # given: vision waits for 1 + 1 GE of shared-h100 (one of them for approval), nlp for 1
+    adm.capacity_request(tenant=cast.vision)
+    waiting = adm.capacity_request(tenant=cast.vision)
+    CapacityRequest.objects.filter(pk=waiting.pk).update(approval="awaiting")
+    adm.capacity_request(tenant=cast.nlp)
+
+    # rita (above both) sees 3 requests, 3 GE, and one awaiting her decision
+    client.force_login(cast.rita)
+    html = client.get("/").content.decode()
+    assert cells(html, "pending-demand") == [["shared-h100", "3", "3.00"]]
+    assert "1 awaiting your decision" in html
+    # dana (member of vision) sees vision's 2 and decides nothing
+    client.force_login(cast.dana)
+    html = client.get("/").content.decode()
+    assert cells(html, "pending-demand") == [["shared-h100", "2", "2.00"]]
+    assert 'data-testid="awaiting"' not in html

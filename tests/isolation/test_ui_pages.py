@@ -29,6 +29,10 @@ CATALOGUE_FOREIGN: dict[str, Callable[[Any], Any]] = {
 }
 
 
+def decision(verdict: str) -> Kwargs:
+    return lambda cast: {"request_id": adm.capacity_request(tenant=cast.nlp).pk, "verdict": verdict}
+
+
 def catalogue_row(kind: str, make: Callable[[Any], Any]) -> Kwargs:
     return lambda cast: {"kind": kind, "pk": make(cast).pk}
 
@@ -49,13 +53,7 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "inventory-pool": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "inventory-node": [lambda cast: {"node_id": inv.node().pk}],
     "queues-request": [lambda cast: {"request_id": adm.capacity_request(tenant=cast.nlp).pk}],
-    "queues-decide": [
-        lambda cast, verdict=verdict: {
-            "request_id": adm.capacity_request(tenant=cast.nlp).pk,
-            "verdict": verdict,
-        }
-        for verdict in ("approve", "refuse")
-    ],
+    "queues-decide": [decision(verdict) for verdict in ("approve", "refuse")],
     "catalogue-edit": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
     "catalogue-delete": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
 }
