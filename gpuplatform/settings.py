@@ -251,6 +251,11 @@ PROMETHEUS_URL = env("PROMETHEUS_URL", "")
 METERING_SIMULATED_USAGE = env_bool("METERING_SIMULATED_USAGE", False)
 METERING_MINUTE = env_int("METERING_MINUTE", 5)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    # SLOs: settled buckets, burn-rate alerts and due webhook retries (docs/slos.md).
+    "metering-evaluate-slos": {
+        "task": "metering.evaluate_slos",
+        "schedule": env_int("SLO_EVALUATION_SECONDS", 60),
+    },
     # Expire ended requests and decide pending ones again (capacity freed by pods, quota edits).
     "quotas-admission-loop": {
         "task": "quotas.run_admission_loop",

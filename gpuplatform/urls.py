@@ -23,8 +23,10 @@ from inventory.api.views import (
     NodeViewSet,
     ResourceClaimViewSet,
 )
+from metering import slo_views
 from metering import views as metering_views
 from metering.api.exports import ReportExportView, ReportJobViewSet
+from metering.api.slos import AlertDeliveryViewSet, AlertReceiverViewSet, SloAlertViewSet, SloViewSet
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
 from policies import rollout_views
 from policies.api import agents as agent_api
@@ -69,6 +71,10 @@ router.register("agent-bootstrap-tokens", BootstrapTokenViewSet, basename="agent
 router.register("agents", NodeAgentViewSet, basename="agent")
 router.register("rollouts", RolloutViewSet, basename="rollout")
 router.register("report-jobs", ReportJobViewSet, basename="report-job")
+router.register("slos", SloViewSet, basename="slo")
+router.register("slo-alerts", SloAlertViewSet, basename="slo-alert")
+router.register("alert-receivers", AlertReceiverViewSet, basename="alert-receiver")
+router.register("alert-deliveries", AlertDeliveryViewSet, basename="alert-delivery")
 
 api_v1: list[URLPattern | URLResolver] = [
     path("me/", MeView.as_view(), name="me"),
@@ -124,6 +130,8 @@ urlpatterns = [
     path("queues/requests/<uuid:request_id>/", quota_views.request_detail, name="queues-request"),
     path("queues/requests/<uuid:request_id>/<str:verdict>/", quota_views.decide, name="queues-decide"),
     path("metering/", metering_views.usage, name="metering-usage"),
+    path("slos/", slo_views.slo_list, name="slo-list"),
+    path("slos/<uuid:slo_id>/", slo_views.slo_detail, name="slo-detail"),
     path("metering/rate-cards/", metering_views.rate_cards, name="metering-rate-cards"),
     path("metering/periods/", metering_views.periods, name="metering-periods"),
     path("metering/periods/<uuid:period_id>/", metering_views.period_detail, name="metering-period"),

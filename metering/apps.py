@@ -16,3 +16,11 @@ class MeteringConfig(AppConfig):
         # Admission's budget burn comes from the usage ledger (quotas defines the port).
         set_burn_source(burned_from_ledger)
         register_panel(name="finance", template=TEMPLATE, context=overview_context, order=30)
+
+        from gpuplatform.metrics import register_collector
+        from metering import slo_tasks  # noqa: F401  (registers metering.evaluate_slos, deliver_alert)
+        from metering.services.slis import register
+        from metering.slo_metrics import collect
+
+        register()
+        register_collector("slos", collect)

@@ -5,3 +5,8 @@ class PoliciesConfig(AppConfig):
     name = "policies"
     verbose_name = "Sharing policies and node agents"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from policies.slis import register
+
+        register()  # the policy rollout SLI, for metering's SLOs

@@ -14,7 +14,7 @@ SECTIONS = [
     ("inventory", "Inventory", "inventory", None),
     ("policies", "Policies", "section", "policies"),
     ("metering", "Metering", "metering-usage", None),
-    ("slos", "SLOs", "section", "slos"),
+    ("slos", "SLOs", "slo-list", None),
     ("audit", "Audit", "audit-log", None),
 ]
 

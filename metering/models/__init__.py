@@ -1,15 +1,28 @@
 from metering.models.jobs import ExportFormat, JobState, ReportFile, ReportJob
 from metering.models.periods import Adjustment, BillingPeriod, PeriodState, ReportLine
 from metering.models.rates import Basis, RateCard
+from metering.models.slos import (
+    AlertDelivery,
+    AlertReceiver,
+    AlertState,
+    DeliveryState,
+    SliSample,
+    Slo,
+    SloAlert,
+)
 from metering.models.sources import MetricsSource
 from metering.models.usage import Attribution, CapacityHour, Meter, MeteredHour, UsageHour
 
 __all__ = [
     "Adjustment",
+    "AlertDelivery",
+    "AlertReceiver",
+    "AlertState",
     "Attribution",
     "Basis",
     "BillingPeriod",
     "CapacityHour",
+    "DeliveryState",
     "ExportFormat",
     "JobState",
     "Meter",
@@ -20,5 +33,8 @@ __all__ = [
     "ReportFile",
     "ReportJob",
     "ReportLine",
+    "SliSample",
+    "Slo",
+    "SloAlert",
     "UsageHour",
 ]

@@ -87,6 +87,7 @@ def seed_metering(team, n: int) -> None:
     )
     ensure_period(at=datetime(2023 + n // 12, n % 12 + 1, 5, tzinfo=UTC))
     ReportJob.objects.create(period=period)
+    met.alert_delivery(f"slo-{n}")  # an SLO, its alert, a receiver and a delivery
 
 
 def queries_for(client, url: str) -> tuple[int, int]:
@@ -97,7 +98,18 @@ def queries_for(client, url: str) -> tuple[int, int]:
 
 
 # Platform objects a tenant-admin never lists (tests/isolation): for rita these must be empty.
-PLATFORM_ONLY = {"cluster", "node", "gpu", "audit-event", "billing-period", "report-job"}
+PLATFORM_ONLY = {
+    "cluster",
+    "node",
+    "gpu",
+    "audit-event",
+    "billing-period",
+    "report-job",
+    "slo",
+    "slo-alert",
+    "alert-receiver",
+    "alert-delivery",
+}
 # Streamed files, not pages of JSON: read in chunks by one cursor (tests/metering/test_exports.py).
 NOT_PAGES = {"reports/export"}
 # Known per-row costs, each with its reason; the test fails once one is fixed, to drop it from here.

@@ -53,6 +53,10 @@ FOREIGN_OBJECTS = {
     "billing-period": lambda cast: met.period(),
     "report": lambda cast: met.report_line(tenant=cast.nlp),
     "report-job": lambda cast: met.report_job(),
+    "slo": lambda cast: met.slo(),
+    "slo-alert": lambda cast: met.slo_alert(),
+    "alert-receiver": lambda cast: met.alert_receiver(),
+    "alert-delivery": lambda cast: met.alert_delivery(),
     "reports/export": lambda cast: met.exported_tenant(tenant=cast.nlp),
 }
 # Routes about the caller, checked by their own tests (test_me_shows_only_yourself).

@@ -88,6 +88,10 @@ def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str,
         "billing-period": lambda cast: met.period(),
         "report": lambda cast: met.report_line(tenant=tenant),
         "report-job": lambda cast: met.report_job(),
+        "slo": lambda cast: met.slo(),
+        "slo-alert": lambda cast: met.slo_alert(),
+        "alert-receiver": lambda cast: met.alert_receiver(),
+        "alert-delivery": lambda cast: met.alert_delivery(),
         "reports/export": lambda cast: met.exported_tenant(tenant=tenant),
     }
 

@@ -6,7 +6,17 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from metering.models import BillingPeriod, RateCard, ReportJob, ReportLine, UsageHour
+from metering.models import (
+    AlertDelivery,
+    AlertReceiver,
+    BillingPeriod,
+    RateCard,
+    ReportJob,
+    ReportLine,
+    Slo,
+    SloAlert,
+    UsageHour,
+)
 from metering.services.periods import ensure_period
 from tests.inventory import factories as inv
 from tests.quotas import factories as adm
@@ -77,3 +87,32 @@ def exported_tenant(*, tenant: Any) -> Any:
         tenant=tenant, tenant_slug=tenant.slug, tenant_path=tenant.path
     )
     return tenant
+
+
+def slo(name: str = "gpus") -> Slo:
+    """An SLO (a platform object: its SLI spans every tenant)."""
+    found, _ = Slo.objects.get_or_create(
+        name=name, defaults={"sli": "gpu_health", "objective": Decimal("0.99")}
+    )
+    return found
+
+
+def alert_receiver(name: str = "oncall") -> AlertReceiver:
+    found, _ = AlertReceiver.objects.get_or_create(name=name, defaults={"url": "https://hooks.example.com/x"})
+    return found
+
+
+def slo_alert(name: str = "gpus") -> SloAlert:
+    owner = slo(name)
+    found = SloAlert.objects.filter(slo=owner).first()
+    return found or SloAlert.objects.create(
+        slo=owner, rule="fast_burn", long_burn=Decimal(20), short_burn=Decimal(20), opened_at=HOUR
+    )
+
+
+def alert_delivery(name: str = "gpus") -> AlertDelivery:
+    alert = slo_alert(name)
+    found, _ = AlertDelivery.objects.get_or_create(
+        alert=alert, receiver=alert_receiver(name), event="firing", defaults={"payload": {"event": "firing"}}
+    )
+    return found

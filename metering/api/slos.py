@@ -1,0 +1,149 @@
+"""SLOs, their alerts and alert receivers over REST: platform objects (platform-admins and finance
+read them, platform-admins define them); every write goes through metering.services.slos."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
+from gpuplatform.api.viewsets import ScopedViewSet
+from metering.models import AlertDelivery, AlertReceiver, Slo, SloAlert
+from metering.services import slos as slo_services
+
+
+class SloSerializer(StrictModelSerializer):
+    tenant = serializers.CharField(source="tenant.slug", default=None, read_only=True)
+
+    class Meta:
+        model = Slo
+        fields = ["id", "name", "sli", "tenant", "objective", "window_days", "params", "created_at"]
+        read_only_fields = fields
+
+
+class SloDetailSerializer(SloSerializer):
+    """One SLO with where it stands (a query over its samples: the list leaves it out)."""
+
+    standing = serializers.SerializerMethodField()
+
+    class Meta(SloSerializer.Meta):
+        fields = [*SloSerializer.Meta.fields, "standing"]
+        read_only_fields = fields
+
+    def get_standing(self, slo: Slo) -> dict[str, Any]:
+        now = slo_services.standing(slo=slo)
+        return {
+            "sli": None if now.sli is None else str(now.sli),
+            "budget_remaining": None if now.budget_remaining is None else str(now.budget_remaining),
+            "burn": {window: None if rate is None else str(rate) for window, rate in now.burn.items()},
+        }
+
+
+class SloCreateSerializer(StrictSerializer):
+    # Loose types: the service checks each value and answers with the stable code.
+    name = serializers.CharField(max_length=100)
+    sli = serializers.CharField(max_length=32)
+    objective = serializers.CharField(max_length=20)
+    window_days = serializers.IntegerField(required=False, default=30)
+    tenant = serializers.UUIDField(required=False, allow_null=True)
+    params = serializers.DictField(required=False, default=dict)
+    receivers = serializers.ListField(child=serializers.UUIDField(), required=False, default=list)
+
+
+class SloViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    queryset = Slo.objects.select_related("tenant").order_by("name")
+    serializer_class = SloSerializer
+    filterset_fields = ["sli", "name"]
+
+    def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:
+        return SloDetailSerializer if self.action == "retrieve" else SloSerializer
+
+    @extend_schema(request=SloCreateSerializer, responses=SloSerializer)
+    def create(self, request: Request) -> Response:
+        data = SloCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        slo = slo_services.create_slo(
+            actor=self.actor,
+            name=values["name"],
+            sli=values["sli"],
+            objective=values["objective"],
+            window_days=values["window_days"],
+            tenant_id=values.get("tenant"),
+            params=values["params"],
+            receiver_ids=values["receivers"],
+        )
+        return Response(SloDetailSerializer(slo).data, status=status.HTTP_201_CREATED)
+
+
+class SloAlertSerializer(StrictModelSerializer):
+    slo = serializers.CharField(source="slo.name", read_only=True)
+
+    class Meta:
+        model = SloAlert
+        fields = ["id", "slo", "rule", "state", "long_burn", "short_burn", "opened_at", "resolved_at"]
+        read_only_fields = fields
+
+
+class SloAlertViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    queryset = SloAlert.objects.select_related("slo").order_by("-opened_at")
+    serializer_class = SloAlertSerializer
+    filterset_fields = ["state", "rule"]
+
+
+class AlertReceiverSerializer(StrictModelSerializer):
+    class Meta:
+        model = AlertReceiver
+        fields = ["id", "name", "url", "created_at"]  # the secret is never read back
+        read_only_fields = fields
+
+
+class AlertReceiverCreateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    url = serializers.CharField(max_length=500)
+    secret = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
+
+
+class AlertReceiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    queryset = AlertReceiver.objects.order_by("name")
+    serializer_class = AlertReceiverSerializer
+
+    @extend_schema(request=AlertReceiverCreateSerializer, responses=AlertReceiverSerializer)
+    def create(self, request: Request) -> Response:
+        data = AlertReceiverCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        receiver = slo_services.create_receiver(actor=self.actor, **data.validated_data)
+        return Response(AlertReceiverSerializer(receiver).data, status=status.HTTP_201_CREATED)
+
+
+class AlertDeliverySerializer(StrictModelSerializer):
+    receiver = serializers.CharField(source="receiver.name", read_only=True)
+
+    class Meta:
+        model = AlertDelivery
+        fields = [
+            "id",
+            "alert",
+            "receiver",
+            "event",
+            "state",
+            "attempts",
+            "last_status",
+            "last_error",
+            "next_attempt_at",
+            "delivered_at",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class AlertDeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """The delivery log: every notification, its attempts and the receiver's last answer."""
+
+    queryset = AlertDelivery.objects.select_related("receiver").order_by("-created_at")
+    serializer_class = AlertDeliverySerializer
+    filterset_fields = ["state", "event"]

@@ -1,0 +1,315 @@
+"""SLOs: defined by platform-admins, evaluated bucket by bucket (idempotent: a bucket is computed once
+its data has settled and kept), judged by burn-rate rules, alerts delivered to webhooks."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from functools import partial
+from typing import Any
+
+import requests
+from celery import current_app
+from django.db import transaction
+from django.utils import timezone
+
+from gpuplatform.audit.services import record_event, snapshot
+from gpuplatform.errors import Forbidden, NotFound, ValidationFailed
+from gpuplatform.sli_sources import SliKind, sli_kind, sli_kinds
+from metering.models import AlertDelivery, AlertReceiver, AlertState, DeliveryState, SliSample, Slo, SloAlert
+from metering.slo.burn import RULES, Sample, budget_remaining, burn_rate, firing
+from tenants.models import Tenant
+
+DELIVER_TASK = "metering.deliver_alert"
+MAX_BACKFILL_BUCKETS = 12 * 24 * 2  # two days of 5-minute buckets per evaluation, then it catches up
+DELIVERY_BACKOFF = (30, 120, 600, 1800, 3600)  # seconds between attempts; then it gives up
+DELIVERY_TIMEOUT = 5.0
+PARAMS = {
+    "within_seconds": (1, 86_400),
+    "saturated": (Decimal("0.01"), Decimal("1")),
+    "delivered": (Decimal("0.01"), Decimal("1")),
+    "converge_seconds": (60, 86_400),
+}
+
+
+def create_slo(
+    *,
+    actor: Any,
+    name: str,
+    sli: str,
+    objective: Decimal | str,
+    window_days: int = 30,
+    tenant_id: uuid.UUID | None = None,
+    params: dict[str, Any] | None = None,
+    receiver_ids: list[uuid.UUID] | None = None,
+) -> Slo:
+    if not getattr(actor, "is_platform_admin", False):
+        raise Forbidden("Only platform-admins define SLOs.")
+    kind = sli_kind(sli)
+    if kind is None:
+        names = ", ".join(k.name for k in sli_kinds())
+        raise ValidationFailed(f"Unknown SLI {sli!r}; one of: {names}.", code="slo.unknown_sli", field="sli")
+    try:
+        target = Decimal(str(objective))
+    except InvalidOperation as exc:
+        raise ValidationFailed(
+            "The objective is a number.", code="slo.objective_invalid", field="objective"
+        ) from exc
+    if not Decimal(0) < target < Decimal(1):
+        raise ValidationFailed(
+            "The objective is a fraction strictly between 0 and 1 (0.99 for 99%).",
+            code="slo.objective_invalid",
+            field="objective",
+        )
+    if not 1 <= window_days <= 90:
+        raise ValidationFailed("The window is 1 to 90 days.", code="slo.window_invalid", field="window_days")
+    clean = _params(params or {})
+    if tenant_id is not None and not Tenant.objects.filter(pk=tenant_id).exists():
+        raise NotFound("No such tenant.", code="slo.unknown_tenant", field="tenant")
+    receivers = list(AlertReceiver.objects.filter(pk__in=receiver_ids or []))
+    if len(receivers) != len(set(receiver_ids or [])):
+        raise ValidationFailed(
+            "An alert receiver does not exist.", code="slo.unknown_receiver", field="receivers"
+        )
+    if Slo.objects.filter(name=name).exists():
+        raise ValidationFailed(f"An SLO named {name!r} exists.", code="slo.name_taken", field="name")
+    with transaction.atomic():
+        slo = Slo.objects.create(
+            name=name,
+            sli=kind.name,
+            objective=target,
+            window_days=window_days,
+            tenant_id=tenant_id,
+            params=clean,
+            created_by=actor,
+        )
+        slo.receivers.set(receivers)
+        record_event(
+            actor=actor,
+            action="slo.created",
+            obj=slo,
+            after=snapshot(slo, ["name", "sli", "objective", "window_days", "params"]),
+            tenant_id=tenant_id,
+        )
+    return slo
+
+
+def _params(params: dict[str, Any]) -> dict[str, Any]:
+    clean: dict[str, Any] = {}
+    for key, value in params.items():
+        bounds = PARAMS.get(key)
+        if bounds is None:
+            raise ValidationFailed(
+                f"Unknown SLI parameter {key!r}.", code="slo.unknown_param", field="params"
+            )
+        low, high = bounds
+        try:
+            number = type(low)(str(value))
+        except (ValueError, InvalidOperation) as exc:
+            raise ValidationFailed(f"{key} is a number.", code="slo.param_invalid", field="params") from exc
+        if not low <= number <= high:  # type: ignore[operator]
+            raise ValidationFailed(f"{key} is {low} to {high}.", code="slo.param_invalid", field="params")
+        clean[key] = str(number) if isinstance(number, Decimal) else number
+    return clean
+
+
+def create_receiver(*, actor: Any, name: str, url: str, secret: str = "") -> AlertReceiver:
+    if not getattr(actor, "is_platform_admin", False):
+        raise Forbidden("Only platform-admins add alert receivers.")
+    if not url.startswith(("https://", "http://")):
+        raise ValidationFailed("The URL is http(s).", code="receiver.url_invalid", field="url")
+    if AlertReceiver.objects.filter(name=name).exists():
+        raise ValidationFailed(f"A receiver named {name!r} exists.", code="receiver.name_taken", field="name")
+    with transaction.atomic():
+        receiver = AlertReceiver.objects.create(name=name, url=url, secret=secret)
+        record_event(
+            actor=actor, action="alert_receiver.created", obj=receiver, after={"name": name, "url": url}
+        )
+    return receiver
+
+
+def _floor(moment: datetime, seconds: int) -> datetime:
+    epoch = int(moment.timestamp())
+    return datetime.fromtimestamp(epoch - epoch % seconds, tz=UTC)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    samples_written: int
+    firing: dict[str, tuple[Decimal, Decimal]]
+    opened: list[uuid.UUID]
+    resolved: list[uuid.UUID]
+
+
+def evaluate_slo(*, slo_id: uuid.UUID, now: datetime | None = None) -> Evaluation:
+    """Write the buckets that have settled since the last one (at most two days' worth a call), then
+    open or resolve the burn-rate alerts and queue their deliveries. Running it twice writes nothing
+    new and sends nothing twice."""
+    now = now or timezone.now()
+    slo = Slo.objects.get(pk=slo_id)
+    kind = sli_kind(slo.sli)
+    if kind is None:
+        return Evaluation(0, {}, [], [])
+    written = _write_samples(slo, kind, now)
+    samples = [
+        Sample(s.start, s.end, s.good, s.total)
+        for s in SliSample.objects.filter(
+            slo=slo, end__gt=now - max(r.long for r in RULES) - timedelta(hours=1)
+        )
+    ]
+    evaluated_to = _evaluated_to(slo, kind, now)
+    fired = firing(samples, objective=slo.objective, end=evaluated_to)
+    opened, resolved = [], []
+    with transaction.atomic():
+        open_alerts = {
+            a.rule: a for a in SloAlert.objects.select_for_update().filter(slo=slo, state=AlertState.FIRING)
+        }
+        for rule, (long, short) in fired.items():
+            if rule not in open_alerts:
+                alert = SloAlert.objects.create(
+                    slo=slo, rule=rule, long_burn=long, short_burn=short, opened_at=now
+                )
+                opened.append(alert.pk)
+                _queue_deliveries(slo, alert, "firing", now)
+        for rule, alert in open_alerts.items():
+            if rule not in fired:
+                alert.state, alert.resolved_at = AlertState.RESOLVED, now
+                alert.save(update_fields=["state", "resolved_at"])
+                resolved.append(alert.pk)
+                _queue_deliveries(slo, alert, "resolved", now)
+        pending = AlertDelivery.objects.filter(alert_id__in=[*opened, *resolved], state=DeliveryState.PENDING)
+        for delivery_id in pending.values_list("pk", flat=True):
+            # By name, as quotas.dispatch does: the tasks module imports this one.
+            transaction.on_commit(partial(_queue, DELIVER_TASK, str(delivery_id)))
+    return Evaluation(written, fired, opened, resolved)
+
+
+def _queue(name: str, *args: object) -> None:
+    current_app.tasks[name].delay(*args)
+
+
+def _evaluated_to(slo: Slo, kind: SliKind, now: datetime) -> datetime:
+    settle = kind.settle(slo.params) if kind.settle else 0
+    return _floor(now - timedelta(seconds=settle), kind.bucket_seconds)
+
+
+def _write_samples(slo: Slo, kind: SliKind, now: datetime) -> int:
+    size = timedelta(seconds=kind.bucket_seconds)
+    end = _evaluated_to(slo, kind, now)
+    if kind.settle is None:
+        starts = [end - size]  # a state can only be measured now: the bucket just ended
+    else:
+        last = SliSample.objects.filter(slo=slo).order_by("-start").values_list("start", flat=True).first()
+        first = last + size if last else end - timedelta(days=slo.window_days)
+        first = max(first, end - size * MAX_BACKFILL_BUCKETS)
+        starts = []
+        cursor = first
+        while cursor + size <= end:
+            starts.append(cursor)
+            cursor += size
+    written = 0
+    for start in starts:
+        if SliSample.objects.filter(slo=slo, start=start).exists():
+            continue
+        measured = kind.compute(start=start, end=start + size, tenant_id=slo.tenant_id, params=slo.params)
+        if measured is None:
+            continue
+        good, total = measured
+        _, created = SliSample.objects.get_or_create(
+            slo=slo, start=start, defaults={"end": start + size, "good": good, "total": total}
+        )
+        written += int(created)
+    return written
+
+
+def _queue_deliveries(slo: Slo, alert: SloAlert, event: str, now: datetime) -> None:
+    payload = {
+        "event": event,
+        "slo": {"id": str(slo.pk), "name": slo.name, "sli": slo.sli, "objective": str(slo.objective)},
+        "alert": {
+            "id": str(alert.pk),
+            "rule": alert.rule,
+            "long_burn": str(alert.long_burn),
+            "short_burn": str(alert.short_burn),
+            "opened_at": alert.opened_at.isoformat(),
+            "resolved_at": alert.resolved_at.isoformat() if alert.resolved_at else None,
+        },
+    }
+    for receiver in slo.receivers.all():
+        AlertDelivery.objects.get_or_create(
+            alert=alert,
+            receiver=receiver,
+            event=event,
+            defaults={"payload": payload, "next_attempt_at": now, "created_at": now},
+        )
+
+
+def deliver(*, delivery_id: uuid.UUID, now: datetime | None = None) -> AlertDelivery:
+    """One attempt, under the row's lock so two workers never both send; a delivered one is never
+    sent again. Returns the delivery as it stands after the attempt."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        delivery = AlertDelivery.objects.select_for_update().select_related("receiver").get(pk=delivery_id)
+        if delivery.state != DeliveryState.PENDING or delivery.next_attempt_at > now:
+            return delivery
+        body = json.dumps(delivery.payload, sort_keys=True).encode()
+        headers = {"Content-Type": "application/json", "Idempotency-Key": str(delivery.pk)}
+        if delivery.receiver.secret:
+            digest = hmac.new(delivery.receiver.secret.encode(), body, hashlib.sha256).hexdigest()
+            headers["X-Gpuplatform-Signature"] = f"sha256={digest}"
+        delivery.attempts += 1
+        try:
+            answer = requests.post(
+                delivery.receiver.url, data=body, headers=headers, timeout=DELIVERY_TIMEOUT
+            )
+            delivery.last_status, delivery.last_error = answer.status_code, ""
+            ok = 200 <= answer.status_code < 300
+        except requests.RequestException as exc:
+            delivery.last_status, delivery.last_error, ok = None, f"{type(exc).__name__}: {exc}"[:1000], False
+        if ok:
+            delivery.state, delivery.delivered_at = DeliveryState.DELIVERED, now
+        elif delivery.attempts > len(DELIVERY_BACKOFF):
+            delivery.state = DeliveryState.GAVE_UP
+        else:
+            delivery.next_attempt_at = now + timedelta(seconds=DELIVERY_BACKOFF[delivery.attempts - 1])
+        delivery.save()
+    return delivery
+
+
+@dataclass(frozen=True)
+class Standing:
+    sli: Decimal | None
+    budget_remaining: Decimal | None
+    burn: dict[str, Decimal | None]
+
+
+def standing(*, slo: Slo, now: datetime | None = None) -> Standing:
+    """The SLO over its window, and each burn-rate window, as the UI and the metrics show them."""
+    now = now or timezone.now()
+    kind = sli_kind(slo.sli)
+    end = _evaluated_to(slo, kind, now) if kind else now
+    samples = [
+        Sample(s.start, s.end, s.good, s.total)
+        for s in SliSample.objects.filter(slo=slo, start__gte=end - timedelta(days=slo.window_days))
+    ]
+    window = timedelta(days=slo.window_days)
+    good = sum((s.good for s in samples if s.end <= end), Decimal(0))
+    total = sum((s.total for s in samples if s.end <= end), Decimal(0))
+    burns: dict[str, Decimal | None] = {}
+    for length in sorted({r.long for r in RULES} | {r.short for r in RULES}):
+        burns[_label(length)] = burn_rate(samples, objective=slo.objective, end=end, length=length)
+    return Standing(
+        sli=good / total if total else None,
+        budget_remaining=budget_remaining(samples, objective=slo.objective, end=end, length=window),
+        burn=burns,
+    )
+
+
+def _label(length: timedelta) -> str:
+    minutes = int(length.total_seconds() // 60)
+    return f"{minutes // 60}h" if minutes % 60 == 0 else f"{minutes}m"
