@@ -42,17 +42,16 @@ class RequestMetricsMiddleware:
 
 
 def _may_scrape(request: HttpRequest) -> bool:
-    """With ``METRICS_TOKEN`` set: its bearer, or a platform-admin's session. Without one: open outside
-    secure mode (development, tests), platform-admins only in secure mode, since the metrics name every
-    cluster and pool."""
-    token = settings.METRICS_TOKEN
+    """The bearer of ``METRICS_TOKEN``, or a platform-admin's session; nobody else, in any mode: the
+    metrics name every cluster and pool, dedicated ones included."""
     user = getattr(request, "user", None)
     if user is not None and getattr(user, "is_platform_admin", False):
         return True
-    if token:
-        sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        return hmac.compare_digest(sent.encode(), token.encode())
-    return not settings.SECURE
+    token = settings.METRICS_TOKEN
+    if not token:
+        return False
+    sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+    return hmac.compare_digest(sent.encode(), token.encode())
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:

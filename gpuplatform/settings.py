@@ -383,7 +383,8 @@ if SECURE:
     # /healthz and /readyz are probed over plain HTTP by the kubelet, /metrics scraped by Prometheus.
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 
-# /metrics (gpuplatform/metrics.py): open unless a bearer token is set (the chart's ServiceMonitor sends it).
+# /metrics (gpuplatform/metrics.py): for this bearer token (the chart's ServiceMonitor sends it) and
+# platform-admins' sessions only.
 METRICS_TOKEN = env("METRICS_TOKEN")
 # Logs: "json" (one object a line with the request id; the default in secure mode) or "plain".
 LOG_FORMAT = env("LOG_FORMAT", "json" if SECURE else "plain")

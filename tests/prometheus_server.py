@@ -35,14 +35,24 @@ def binary(name: str) -> str:
 
 @contextmanager
 def running_prometheus(
-    tmp: Path, *, targets: list[str], rules: list[Path] | None = None, interval: str = "1s"
+    tmp: Path,
+    *,
+    targets: list[str],
+    rules: list[Path] | None = None,
+    interval: str = "1s",
+    bearer: str | None = None,
 ) -> Iterator[str]:
     port = free_port()
     config: dict[str, Any] = {
         "global": {"scrape_interval": interval, "evaluation_interval": interval},
         "rule_files": [str(p) for p in rules or []],
         "scrape_configs": [
-            {"job_name": "gpuplatform", "metrics_path": "/metrics", "static_configs": [{"targets": targets}]}
+            {
+                "job_name": "gpuplatform",
+                "metrics_path": "/metrics",
+                "static_configs": [{"targets": targets}],
+                **({"authorization": {"type": "Bearer", "credentials": bearer}} if bearer else {}),
+            }
         ],
     }
     config_file = tmp / "prometheus.yml"

@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 import pytest
-from django.test import Client, override_settings
+from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.core.test_platform import REPO, process_env
@@ -19,8 +19,16 @@ from tests.quotas.conftest import make_catalog
 
 pytestmark = pytest.mark.django_db
 
+TOKEN = "scrape-token-for-tests"
+
+
+@pytest.fixture(autouse=True)
+def metrics_token(settings):
+    settings.METRICS_TOKEN = TOKEN
+
 
 def scrape(client: Client | None = None, **headers: Any) -> dict[str, list]:
+    headers.setdefault("HTTP_AUTHORIZATION", f"Bearer {TOKEN}")
     response = (client or Client()).get("/metrics", **headers)
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/plain; version=0.0.4")
@@ -79,25 +87,21 @@ def test_admission_decisions_are_counted_with_their_reasons(cast, api):
     assert value(after, "gpuplatform_capacity_requests", state="admitted") == 2
 
 
-@override_settings(SECURE=True, METRICS_TOKEN="")
-def test_in_secure_mode_only_platform_admins_scrape_without_a_token(cast):
-    response = Client().get("/metrics")
-    assert response.status_code == 401
-    assert response["Content-Type"] == "application/problem+json"
-    assert response.json()["code"] == "metrics.token_required"
+def test_only_the_token_or_a_platform_admin_reads_the_metrics(cast, settings):
+    for headers in ({}, {"HTTP_AUTHORIZATION": "Bearer wrong"}):
+        response = Client().get("/metrics", **headers)
+        assert response.status_code == 401
+        assert response["Content-Type"] == "application/problem+json"
+        assert response.json()["code"] == "metrics.token_required"
     member = Client()
-    member.force_login(cast.alice)
+    member.force_login(cast.alice)  # a tenant-admin: the metrics name other tenants' dedicated pools
     assert member.get("/metrics").status_code == 401
     admin = Client()
     admin.force_login(cast.pat)
     assert admin.get("/metrics").status_code == 200
-
-
-@override_settings(METRICS_TOKEN="s3cret-scrape-token")
-def test_a_metrics_token_is_checked(db):
+    settings.METRICS_TOKEN = ""  # no token configured: still only platform-admins
     assert Client().get("/metrics").status_code == 401
-    assert Client().get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
-    scrape(HTTP_AUTHORIZATION="Bearer s3cret-scrape-token")
+    assert admin.get("/metrics").status_code == 200
 
 
 def test_json_logs_carry_the_request_id():

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from inventory.sync.runner import ClusterSync
-from tests.core.test_metrics import scrape, value
+from tests.core.test_metrics import TOKEN, metrics_token, scrape, value  # noqa: F401 (the fixture)
 from tests.prometheus_server import RULES, binary, eventually_query, running_prometheus
 
 pytestmark = pytest.mark.django_db
@@ -35,7 +35,7 @@ def test_a_real_prometheus_scrapes_the_metrics_and_evaluates_the_rules(
     cluster = register(sim)
     ClusterSync(cluster, page_size=50).full_sync()
     target = live_server.url.removeprefix("http://")
-    with running_prometheus(tmp_path, targets=[target], rules=[RULES]) as prometheus:
+    with running_prometheus(tmp_path, targets=[target], rules=[RULES], bearer=TOKEN) as prometheus:
         up = eventually_query(prometheus, 'up{job="gpuplatform"} == 1')
         assert [r["metric"]["instance"] for r in up] == [target]
         cards = eventually_query(prometheus, f'sum(gpuplatform_pool_cards{{cluster="{cluster.name}"}})')
