@@ -22,7 +22,7 @@ PURE = (
     "gpuplatform.quantity",
     "metering.chargeback",
 )
-ROOTS = ("gpuplatform", "tenants", "inventory", "quotas", "metering", "demo", "kubesim")
+ROOTS = ("gpuplatform", "tenants", "inventory", "quotas", "metering", "policies", "demo", "kubesim")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 # Imports the package and every module below it, then names what of Django or Celery got loaded.
