@@ -361,7 +361,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {},
+    # Both of a queue's fungibility fields share one choice set: one name for it in the schema.
+    "ENUM_NAME_OVERRIDES": {"FlavorFungibilityEnum": "quotas.models.catalogue.Fungibility.choices"},
 }
 
 SESSION_COOKIE_HTTPONLY = True

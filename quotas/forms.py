@@ -19,6 +19,11 @@ class RequestCapacityForm(forms.Form):
 
     tenant = forms.ChoiceField()
     flavor = forms.ChoiceField()
+    fallback_flavor = forms.ChoiceField(
+        required=False,
+        label="Else flavor",
+        help_text="Taken when the first cannot hold it (the queue decides when).",
+    )
     amount = forms.IntegerField(min_value=1, max_value=10**9, initial=1)
     priority_class = forms.ChoiceField(required=False, label="Priority class")
     duration_seconds = forms.IntegerField(
@@ -37,6 +42,9 @@ class RequestCapacityForm(forms.Form):
         self._choose("tenant", [(t.slug, f"{t.display_name} ({t.slug})") for t in tenants])
         flavors = Flavor.objects.visible_to(user).order_by("name")
         self._choose("flavor", [(f.name, f.display_name or f.name) for f in flavors])
+        self._choose(
+            "fallback_flavor", [("", "none")] + [(f.name, f.display_name or f.name) for f in flavors]
+        )
         classes = PriorityClass.objects.visible_to(user).order_by("value")
         self._choose("priority_class", [("", "default")] + [(p.name, p.name) for p in classes])
         self.fields["idempotency_key"].initial = f"ui-{uuid.uuid4().hex}"

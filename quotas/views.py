@@ -3,6 +3,8 @@ and budget burn per tenant, and oversubscription. Every query goes through visib
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import F
@@ -109,10 +111,14 @@ def request_capacity(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
+            fallback = data.get("fallback_flavor") or ""
+            choice: dict[str, Any] = (
+                {"flavors": [data["flavor"], fallback]} if fallback else {"flavor": data["flavor"]}
+            )
             submitted = request_services.submit_request(
                 actor=user,
                 tenant=data["tenant"],
-                flavor=data["flavor"],
+                **choice,
                 priority_class=data["priority_class"] or None,
                 amount=data["amount"],
                 duration_seconds=data["duration_seconds"],

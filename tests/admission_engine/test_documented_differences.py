@@ -34,3 +34,17 @@ def test_a_tenant_with_children_within_its_subtree_quota_is_no_candidate():
     )
     d = decide(snapshot=snap, request_id="in")
     assert d.outcome is Outcome.WAIT
+
+
+def test_a_tenants_request_never_preempts_its_descendants():
+    # org -> dept (4) -> team (0). The team borrows the dept's 4; the dept itself asks 2. In Kueue a
+    # Cohort submits nothing; here the dept may, and its children are not its candidates
+    tree = {"org": None, "dept": "org", "team": "dept"}
+    snap = cluster(
+        tree=tree,
+        quotas=[quota("dept", 4), quota("team", 0)],
+        active=[admitted("team-job", "team", 4, prio=-1)],
+        pending=[incoming("dept", 2, prio=1)],
+    )
+    d = decide(snapshot=snap, request_id="in")
+    assert d.outcome is Outcome.WAIT

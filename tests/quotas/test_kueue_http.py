@@ -6,6 +6,8 @@ flavor with 8 cards, vision 2 nominal on it.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from inventory.models import NodePool
@@ -199,3 +201,22 @@ def test_within_tenant_never_keeps_a_queues_own_work(cast, api, two_flavors):
     body = submit(alice, tenant="vision", flavor="h100", amount=2, priority_class="standard")
     assert body["state"] == "pending"
     assert CapacityRequest.objects.get(pk=low["id"]).state == "admitted"
+
+
+def test_the_request_form_takes_a_flavor_to_fall_back_to(cast, api, client, two_flavors):
+    submit(api(cast.alice), tenant="vision", flavor="h100", amount=4, priority_class="prod")
+    submit(api(cast.bob), tenant="nlp", flavor="h100", amount=4, priority_class="prod")
+    client.force_login(cast.alice)
+    html = client.get("/queues/requests/new/").content.decode()
+    key = re.search(r'name="idempotency_key" value="([^"]+)"', html).group(1)
+    body = {
+        "tenant": "vision",
+        "flavor": "h100",
+        "fallback_flavor": "a100",
+        "amount": 2,
+        "priority_class": "batch",
+    }
+    response = client.post("/queues/requests/new/", {**body, "idempotency_key": key})
+    assert response.status_code == 302
+    row = CapacityRequest.objects.get(tenant=cast.vision, amounts={GPU: 2})
+    assert (row.state, row.flavor.name) == ("admitted", "a100")
