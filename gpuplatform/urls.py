@@ -23,6 +23,7 @@ from inventory.api.views import (
     NodeViewSet,
     ResourceClaimViewSet,
 )
+from metering.api.sources import MetricsSourceViewSet
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
 from quotas import views as quota_views
 from quotas.api.catalogue import (
@@ -58,6 +59,7 @@ router.register("usage", UsageViewSet, basename="usage")
 router.register("rate-cards", RateCardViewSet, basename="rate-card")
 router.register("billing-periods", BillingPeriodViewSet, basename="billing-period")
 router.register("reports", ReportLineViewSet, basename="report")
+router.register("metrics-sources", MetricsSourceViewSet, basename="metrics-source")
 
 api_v1: list[URLPattern | URLResolver] = [
     path("me/", MeView.as_view(), name="me"),

@@ -52,6 +52,7 @@ FOREIGN_OBJECTS = {
     "rate-card": lambda cast: met.rate_card(tenant=cast.nlp),
     "billing-period": lambda cast: met.period(),
     "report": lambda cast: met.report_line(tenant=cast.nlp),
+    "metrics-source": lambda cast: met.metrics_source(),  # a platform object
 }
 # Routes about the caller, checked by their own tests (test_me_shows_only_yourself).
 SELF_ROUTES = {"me"}

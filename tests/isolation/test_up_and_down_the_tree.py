@@ -87,6 +87,7 @@ def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str,
         "rate-card": lambda cast: met.rate_card(tenant=catalogue_owner),
         "billing-period": lambda cast: met.period(),
         "report": lambda cast: met.report_line(tenant=tenant),
+        "metrics-source": lambda cast: met.metrics_source(),
     }
 
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from metering.models import BillingPeriod, RateCard, ReportLine, UsageHour
+from metering.models import BillingPeriod, MetricsSource, RateCard, ReportLine, UsageHour
 from metering.services.periods import ensure_period
 from tests.inventory import factories as inv
 from tests.quotas import factories as adm
@@ -59,5 +59,12 @@ def report_line(*, tenant: Any) -> ReportLine:
             "amount": Decimal("2.50"),
             "currency": "USD",
         },
+    )
+    return found
+
+
+def metrics_source(cluster_name: str = "east") -> MetricsSource:
+    found, _ = MetricsSource.objects.get_or_create(
+        cluster=inv.cluster(cluster_name), defaults={"url": "http://prometheus.example:9090"}
     )
     return found

@@ -16,6 +16,7 @@ from django.core.wsgi import get_wsgi_application
 import kubesim
 from demo.capacity import seed_demo_capacity
 from demo.seed import seed_demo_cluster, seed_demo_organisation
+from demo.usage import seed_demo_usage
 from inventory.sync.service import keep_synced, sync_cluster
 from kubesim.controllers import CONTROLLER_NAMES
 from quotas.runner.loop import keep_admitting
@@ -63,6 +64,7 @@ class Command(BaseCommand):
         # One cold sync first: flavors are made from the pools it finds.
         sync_cluster(cluster_id=cluster.pk)
         seed_demo_capacity(cluster=cluster)
+        seed_demo_usage(cluster=cluster)  # a month of per-share usage (simulated without PROMETHEUS_URL)
         if not options["seed_only"]:
             sync.start()
             admitting.start()
