@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime, timedelta
+from threading import Event
 
 from django.db.models import Min, Q
 from django.utils import timezone
@@ -29,9 +30,12 @@ def demo_usage_source() -> UsageSource:
     return SimulatedUsageSource(seed=1)
 
 
-def seed_demo_usage(*, cluster: Cluster, days: int = DEMO_DAYS, now: datetime | None = None) -> int:
+def seed_demo_usage(
+    *, cluster: Cluster, days: int = DEMO_DAYS, now: datetime | None = None, stop: Event | None = None
+) -> int:
     """Meter each past hour of the last ``days`` in which something was held and that is not metered
-    yet (a second demo start adds only the hours since). Returns the hours metered."""
+    yet (a second demo start adds only the hours since), newest first, so the recent days show first.
+    A second or so an hour on SQLite: the demo runs it beside the server. Returns the hours metered."""
     now = now or timezone.now()
     last = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     first_held = Allocation.objects.filter(cluster=cluster).aggregate(first=Min("started_at"))["first"]
@@ -47,12 +51,13 @@ def seed_demo_usage(*, cluster: Cluster, days: int = DEMO_DAYS, now: datetime | 
         )
     )
     metered = 0
-    while hour + HOUR <= now:
-        held = Allocation.objects.filter(cluster=cluster, started_at__lt=hour + HOUR).filter(
-            Q(ended_at__isnull=True) | Q(ended_at__gt=hour)
+    at = last - HOUR
+    while at >= hour and not (stop and stop.is_set()):
+        held = Allocation.objects.filter(cluster=cluster, started_at__lt=at + HOUR).filter(
+            Q(ended_at__isnull=True) | Q(ended_at__gt=at)
         )
-        if hour not in done and held.exists():
-            meter_usage_hour(cluster_id=cluster.pk, hour=hour, now=now, source=source)
+        if at not in done and held.exists():
+            meter_usage_hour(cluster_id=cluster.pk, hour=at, now=now, source=source)
             metered += 1
-        hour += HOUR
+        at -= HOUR
     return metered

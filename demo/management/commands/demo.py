@@ -64,10 +64,17 @@ class Command(BaseCommand):
         # One cold sync first: flavors are made from the pools it finds.
         sync_cluster(cluster_id=cluster.pk)
         seed_demo_capacity(cluster=cluster)
-        seed_demo_usage(cluster=cluster)  # a month of per-share usage (simulated without PROMETHEUS_URL)
-        if not options["seed_only"]:
+        # A month of per-share usage (simulated without PROMETHEUS_URL), newest hour first, beside the
+        # server: metering it takes minutes on SQLite. --seed-only meters the last day and returns.
+        usage = threading.Thread(
+            target=seed_demo_usage, kwargs={"cluster": cluster, "stop": stop}, name="demo-usage", daemon=True
+        )
+        if options["seed_only"]:
+            seed_demo_usage(cluster=cluster, days=1)
+        else:
             sync.start()
             admitting.start()
+            usage.start()
         url = f"http://{options['host']}:{options['port']}"
         lines = [
             "",
