@@ -46,8 +46,9 @@ def write_series(path: Path, *, nodes: int, per_node: int, shares: int) -> int:
     lines = 0
     with path.open("w") as out:
         for name, value in (
-            ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", lambda i, m: 0.25 + (i % 4) * 0.125),
-            ("DCGM_FI_DEV_FB_USED", lambda i, m: 1024.0 * (i % 64)),
+            # Busy cards (held by a share) work; the others idle at 0 but still draw power.
+            ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", lambda i, m: 0.25 + (i % 4) * 0.125 if i < shares else 0.0),
+            ("DCGM_FI_DEV_FB_USED", lambda i, m: 1024.0 * (i % 64) if i < shares else 0.0),
             ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", lambda i, m: 1e9 + (m + 2) * 300 * STEP * 1000.0),
         ):
             out.write(f"# TYPE {name} gauge\n")

@@ -128,7 +128,8 @@ class PrometheusUsageSource:
         for chunk in chunks:
             estimate = max(1, plan.expected_series // max(1, len(chunks) - 1)) * cfg.points_per_hour * 2
             for meter, metrics in ((UTILISATION, cfg.utilisation), (MEMORY, cfg.memory)):
-                for scope, by in ((SHARE_SCOPE, share_by), (CARD_SCOPE, card_by)):
+                scopes = ((SHARE_SCOPE, share_by), (CARD_SCOPE, card_by))
+                for scope, by in scopes if plan.has_split_cards else scopes[:1]:
                     inner = self._dcgm(metrics, by, chunk)
                     self._gauge(out, meter, scope, inner, chunk, gauge_at, estimate)
             inner = self._dcgm(cfg.energy, energy_by, chunk)

@@ -161,7 +161,7 @@ def attribute_hour(
         pot = _pot(plan, holders, card_holders, uuid, node, meter_kind)
         weights = {h.share_key: h.ge / h.count * (h.stop - h.start) for h in pot}
         weight_sum = sum(weights.values(), Decimal(0))
-        amount = quantity(sample.__class__(meter_kind, CARD_SCOPE, uuid, total, seen), Decimal(1))
+        amount = quantity(SeriesReading(meter_kind, CARD_SCOPE, uuid, total, seen), Decimal(1))  # 1 card
         if not pot or weight_sum == 0:
             if total > 0 or seen < hour_points:
                 add(
