@@ -6,11 +6,13 @@ tests/metering/usage_scenario.py. One point stands for a minute (scrape every 60
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal as D
 
 import pytest
+from django.core.management import call_command
 
 from gpuplatform.audit.models import AuditEvent
 from gpuplatform.errors import Forbidden, ValidationFailed
@@ -271,3 +273,13 @@ def test_chunks_cover_every_uuid_once():
     assert chunks[0].on("UUID") == 'UUID=~"GPU-0.*"'
     assert chunks[10].on("UUID") == 'UUID=~"GPU-[aA].*"'
     assert chunks[-1].on("UUID") == 'UUID!~"GPU-[0-9a-fA-F]{1}.*"'
+
+
+def test_backfill_usage_rebuilds_both_bases_with_progress(fleet):
+    out = io.StringIO()
+    call_command("backfill_usage", "--from", "2025-03-10T10:00Z", "--to", "2025-03-10T11:00Z", stdout=out)
+
+    assert "[1/1] east 2025-03-10T10:00Z: 10 rows; usage (prometheus) 31 rows, complete" in out.getvalue()
+    assert UsageHour.objects.filter(hour=HOUR, source="ledger").count() == 10
+    # 10 shares x 3 meters, and the idle card's unattributed utilisation
+    assert UsageHour.objects.filter(hour=HOUR, source="prometheus").count() == 31
