@@ -31,7 +31,12 @@ def demo_usage_source() -> UsageSource:
 
 
 def seed_demo_usage(
-    *, cluster: Cluster, days: int = DEMO_DAYS, now: datetime | None = None, stop: Event | None = None
+    *,
+    cluster: Cluster,
+    days: int = DEMO_DAYS,
+    now: datetime | None = None,
+    stop: Event | None = None,
+    pause_seconds: float = 0.0,
 ) -> int:
     """Meter each past hour of the last ``days`` in which something was held and that is not metered
     yet (a second demo start adds only the hours since), newest first, so the recent days show first.
@@ -59,5 +64,8 @@ def seed_demo_usage(
         if at not in done and held.exists():
             meter_usage_hour(cluster_id=cluster.pk, hour=at, now=now, source=source)
             metered += 1
+            if pause_seconds and stop is not None:
+                # Beside the server, SQLite has one writer: leave the lock to the API between hours.
+                stop.wait(pause_seconds)
         at -= HOUR
     return metered

@@ -67,7 +67,10 @@ class Command(BaseCommand):
         # A month of per-share usage (simulated without PROMETHEUS_URL), newest hour first, beside the
         # server: metering it takes minutes on SQLite. --seed-only meters the last day and returns.
         usage = threading.Thread(
-            target=seed_demo_usage, kwargs={"cluster": cluster, "stop": stop}, name="demo-usage", daemon=True
+            target=seed_demo_usage,
+            kwargs={"cluster": cluster, "stop": stop, "pause_seconds": 1.0},
+            name="demo-usage",
+            daemon=True,
         )
         if options["seed_only"]:
             seed_demo_usage(cluster=cluster, days=1)
