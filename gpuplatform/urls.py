@@ -27,6 +27,7 @@ from metering import slo_views
 from metering import views as metering_views
 from metering.api.exports import ReportExportView, ReportJobViewSet
 from metering.api.slos import AlertDeliveryViewSet, AlertReceiverViewSet, SloAlertViewSet, SloViewSet
+from metering.api.sources import MetricsSourceViewSet
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
 from policies import rollout_views
 from policies.api import agents as agent_api
@@ -71,6 +72,7 @@ router.register("agent-bootstrap-tokens", BootstrapTokenViewSet, basename="agent
 router.register("agents", NodeAgentViewSet, basename="agent")
 router.register("rollouts", RolloutViewSet, basename="rollout")
 router.register("report-jobs", ReportJobViewSet, basename="report-job")
+router.register("metrics-sources", MetricsSourceViewSet, basename="metrics-source")
 router.register("slos", SloViewSet, basename="slo")
 router.register("slo-alerts", SloAlertViewSet, basename="slo-alert")
 router.register("alert-receivers", AlertReceiverViewSet, basename="alert-receiver")

@@ -128,9 +128,12 @@ class PrometheusUsageSource:
         for chunk in chunks:
             estimate = max(1, plan.expected_series // max(1, len(chunks) - 1)) * cfg.points_per_hour * 2
             for meter, metrics in ((UTILISATION, cfg.utilisation), (MEMORY, cfg.memory)):
-                for scope, by in ((SHARE_SCOPE, share_by), (CARD_SCOPE, card_by)):
-                    inner = self._dcgm(metrics, by, chunk)
-                    self._gauge(out, meter, scope, inner, chunk, gauge_at, estimate)
+                sel = self._matchers(chunk, cfg.uuid_label)
+                named = [(m.name, m.scale) for m in metrics]
+                self._raw(out, meter, SHARE_SCOPE, named, share_by, "max", sel, chunk, gauge_at, estimate)
+                if plan.has_split_cards:
+                    inner = self._dcgm(metrics, card_by, chunk)
+                    self._gauge(out, meter, CARD_SCOPE, inner, chunk, gauge_at, estimate)
             inner = self._dcgm(cfg.energy, energy_by, chunk)
             totals = self._query(
                 out, f"energy/{CARD_SCOPE}/increase", f"increase(({inner})[1h:{step}s])", chunk, end, estimate
@@ -146,8 +149,25 @@ class PrometheusUsageSource:
             self._collect(out, ENERGY, CARD_SCOPE, totals, counts, variant=0)
             for meter, hami in ((UTILISATION, cfg.hami_utilisation), (MEMORY, cfg.hami_memory)):
                 for variant, metric in enumerate(hami):
-                    inner = self._hami(metric, chunk, to_mib=meter == MEMORY)
-                    self._gauge(out, meter, HAMI_SCOPE, inner, chunk, gauge_at, estimate, variant, metric)
+                    sel = self._matchers(chunk, metric.device_label)
+                    scale = metric.scale / float(BYTES_PER_MIB) if meter == MEMORY else metric.scale
+                    by = [metric.device_label, metric.pod_label, metric.namespace_label]
+                    named = [(metric.name, scale)]
+                    # Summed over a pod's containers: the pod is the share.
+                    self._raw(
+                        out,
+                        meter,
+                        HAMI_SCOPE,
+                        named,
+                        by,
+                        "sum",
+                        sel,
+                        chunk,
+                        gauge_at,
+                        estimate,
+                        variant,
+                        metric,
+                    )
         return out
 
     # -- query building --------------------------------------------------------------------------
@@ -168,12 +188,46 @@ class PrometheusUsageSource:
         ]
         return f"max by ({', '.join(dict.fromkeys(by))}) ({' or '.join(parts)})"
 
-    def _hami(self, metric: HamiMetric, chunk: Chunk, *, to_mib: bool) -> str:
-        sel = self._matchers(chunk, metric.device_label)
-        scale = metric.scale / float(BYTES_PER_MIB) if to_mib else metric.scale
-        by = ", ".join((metric.device_label, metric.pod_label, metric.namespace_label))
-        # Summed over containers: a pod is the share.
-        return f"sum by ({by}) (last_over_time({metric.name}{{{sel}}}[{self._window()}]){_times(scale)} >= 0)"
+    def _raw(
+        self,
+        out: HourReadings,
+        meter: str,
+        scope: str,
+        metrics: list[tuple[str, float]],
+        by: list[str],
+        agg: str,
+        sel: str,
+        chunk: Chunk,
+        at: datetime,
+        estimate: int,
+        variant: int = 0,
+        hami: HamiMetric | None = None,
+    ) -> None:
+        """Range functions straight on the raw series (about 8x cheaper than the subquery form):
+        right where a series is one share's (pod labels tell it apart). ``min_over_time`` finds the
+        series with a negative sample and NaN makes a sum non-finite: those series-hours are not used
+        (noted, the share's row then incomplete), never summed as if they were good."""
+        group = ", ".join(dict.fromkeys(by))
+
+        def over(fn: str, scaled: bool) -> str:
+            parts = [f"{fn}({name}{{{sel}}}[1h]){_times(scale) if scaled else ''}" for name, scale in metrics]
+            return " or ".join(parts)
+
+        label = f"{meter}/{scope}" + (f"/{hami.name}" if hami else "")
+        totals = self._query(
+            out, f"{label}/sum", f"{agg} by ({group}) ({over('sum_over_time', True)})", chunk, at, estimate
+        )
+        counts = self._query(
+            out, f"{label}/count", f"max by ({group}) ({over('count_over_time', False)})", chunk, at, estimate
+        )
+        lows = self._query(
+            out, f"{label}/min", f"min by ({group}) ({over('min_over_time', False)})", chunk, at, estimate
+        )
+        bad = {_key(r["metric"]) for r in lows if (_number(r["value"][1]) or Decimal(0)) < 0}
+        if bad:
+            out.notes.append(f"{label} [{chunk.name}]: {len(bad)} series with negative samples not used")
+        kept = [r for r in totals if _key(r["metric"]) not in bad]
+        self._collect(out, meter, scope, kept, counts, variant=variant, hami=hami)
 
     def _gauge(
         self,

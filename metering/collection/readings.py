@@ -92,6 +92,12 @@ class HourPlan:
     mig_instances: int = 0
 
     @property
+    def has_split_cards(self) -> bool:
+        """Whether any card's usage must be read per card (time-slicing, MPS): else those queries
+        are skipped, as nothing would use their answer."""
+        return any(c.mode == "split" for c in self.cards) or any(h.mode == "split" for h in self.holders)
+
+    @property
     def expected_series(self) -> int:
         """Series a metric is expected to have: one per card, GPU instance and holder (a pod's
         series beside its card's idle one); sizes the chunks."""

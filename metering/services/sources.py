@@ -26,6 +26,9 @@ def configure_metrics_source(
         raise Forbidden("Only platform-admins configure metrics sources.")
     if not url.startswith(("http://", "https://")) or len(url) > 500:
         raise ValidationFailed("url must be an http(s) URL of a Prometheus query API", field="url")
+    if "@" in url.split("//", 1)[1].split("/", 1)[0]:
+        # The URL is shown to platform staff and in the audit log: no place for a password.
+        raise ValidationFailed("url must not carry credentials", field="url")
     try:
         parse_config(config or {})
     except ConfigInvalid as exc:

@@ -88,6 +88,7 @@ def seed_metering(team, n: int) -> None:
     ensure_period(at=datetime(2023 + n // 12, n % 12 + 1, 5, tzinfo=UTC))
     ReportJob.objects.create(period=period)
     met.alert_delivery(f"slo-{n}")  # an SLO, its alert, a receiver and a delivery
+    met.metrics_source(f"cluster-{n}")
 
 
 def queries_for(client, url: str) -> tuple[int, int]:
@@ -109,6 +110,7 @@ PLATFORM_ONLY = {
     "slo-alert",
     "alert-receiver",
     "alert-delivery",
+    "metrics-source",
 }
 # Streamed files, not pages of JSON: read in chunks by one cursor (tests/metering/test_exports.py).
 NOT_PAGES = {"reports/export"}

@@ -57,6 +57,7 @@ FOREIGN_OBJECTS = {
     "slo-alert": lambda cast: met.slo_alert(),
     "alert-receiver": lambda cast: met.alert_receiver(),
     "alert-delivery": lambda cast: met.alert_delivery(),
+    "metrics-source": lambda cast: met.metrics_source(),  # a platform object
     "reports/export": lambda cast: met.exported_tenant(tenant=cast.nlp),
 }
 # Routes about the caller, checked by their own tests (test_me_shows_only_yourself).

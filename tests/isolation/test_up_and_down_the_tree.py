@@ -92,6 +92,7 @@ def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str,
         "slo-alert": lambda cast: met.slo_alert(),
         "alert-receiver": lambda cast: met.alert_receiver(),
         "alert-delivery": lambda cast: met.alert_delivery(),
+        "metrics-source": lambda cast: met.metrics_source(),
         "reports/export": lambda cast: met.exported_tenant(tenant=tenant),
     }
 

@@ -10,6 +10,7 @@ from metering.models import (
     AlertDelivery,
     AlertReceiver,
     BillingPeriod,
+    MetricsSource,
     RateCard,
     ReportJob,
     ReportLine,
@@ -114,5 +115,12 @@ def alert_delivery(name: str = "gpus") -> AlertDelivery:
     alert = slo_alert(name)
     found, _ = AlertDelivery.objects.get_or_create(
         alert=alert, receiver=alert_receiver(name), event="firing", defaults={"payload": {"event": "firing"}}
+    )
+    return found
+
+
+def metrics_source(cluster_name: str = "east") -> MetricsSource:
+    found, _ = MetricsSource.objects.get_or_create(
+        cluster=inv.cluster(cluster_name), defaults={"url": "http://prometheus.example:9090"}
     )
     return found

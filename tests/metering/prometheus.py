@@ -65,8 +65,11 @@ def free_port() -> int:
 class PrometheusServer:
     """Backfill then serve. ``url`` answers the query API once ``start`` returns."""
 
-    def __init__(self, series: Iterable[Series], flags: Iterable[str] = ()) -> None:
+    def __init__(
+        self, series: Iterable[Series], flags: Iterable[str] = (), source: Path | None = None
+    ) -> None:
         self.flags = list(flags)
+        self.source = source  # an OpenMetrics file already written (the benchmark streams one)
         self.dir = Path(tempfile.mkdtemp(prefix="metcol-prom-"))
         self.series = list(series)
         self.port = free_port()
@@ -75,8 +78,9 @@ class PrometheusServer:
 
     def start(self) -> PrometheusServer:
         data = self.dir / "data"
-        source = self.dir / "series.om"
-        source.write_text(openmetrics(self.series))
+        source = self.source or self.dir / "series.om"
+        if self.source is None:
+            source.write_text(openmetrics(self.series))
         subprocess.run(
             [PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(source), str(data)],
             check=True,
@@ -98,7 +102,7 @@ class PrometheusServer:
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"prometheus exited: {(self.dir / 'prometheus.log').read_text()[-2000:]}")

@@ -6,11 +6,13 @@ tests/metering/usage_scenario.py. One point stands for a minute (scrape every 60
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal as D
 
 import pytest
+from django.core.management import call_command
 
 from gpuplatform.audit.models import AuditEvent
 from gpuplatform.errors import Forbidden, ValidationFailed
@@ -159,8 +161,8 @@ def test_chunked_queries_give_the_same_rows_and_stay_under_the_budget(fleet):
     first = list(UsageHour.objects.order_by("share_key", "meter").values_list(*fields))
     done = meter_usage_hour(cluster_id=fleet.cluster.pk, hour=HOUR, now=LATER, source=chunked)
     assert list(UsageHour.objects.order_by("share_key", "meter").values_list(*fields)) == first
-    # 16 UUID-prefix chunks and one for the rest, 18 queries each; Prometheus counted what each read.
-    assert done.queries == 17 * 18
+    # 16 UUID-prefix chunks and one for the rest, 24 queries each; Prometheus counted what each read.
+    assert done.queries == 17 * 24
     assert done.max_query_samples is not None and done.max_query_samples <= 1000
 
 
@@ -174,12 +176,14 @@ def test_a_gap_and_nan_samples_give_incomplete_rows_not_zeros(fleet):
     got = usage(fleet, FAULTY)
     # Ten minutes missing on h100/0: 50 of 60 points, what was seen kept (0.5 x 50/60), incomplete.
     assert got[("v-h100", "used_ge_hours")] == (D("0.416666667"), "share", 50, 60)
-    # Five NaN samples on the MIG card are not usable: 55 of 60 points.
-    assert got[("v-mig-a", "used_ge_hours")] == (D("0.091666667"), "share", 55, 60)
+    # NaN samples on the MIG card make the series-hour unusable: not summed, the row a gap (0 of 60).
+    assert got[("v-mig-a", "used_ge_hours")] == (D(0), "share", 0, 60)
     # Memory was scraped throughout: complete.
     assert got[("v-h100", "memory_gib_hours")] == (D("40.000000000"), "share", 60, 60)
-    # Five negative memory samples on the MIG card are not usable either: 10 GiB x 55/60.
-    assert got[("v-mig-a", "memory_gib_hours")] == (D("9.166666667"), "share", 55, 60)
+    # So do negative memory samples (found by min_over_time): never summed as if good.
+    assert got[("v-mig-a", "memory_gib_hours")] == (D(0), "share", 0, 60)
+    assert "negative samples not used" in MeteredHour.objects.get(hour=FAULTY).last_error
+    assert "non-finite" in MeteredHour.objects.get(hour=FAULTY).last_error
     # A series without its UUID label is kept, by its host: 0.9 x 60/60.
     assert got[("unattributed/host/stray-node", "used_ge_hours")] == (
         D("0.900000000"),
@@ -271,3 +275,13 @@ def test_chunks_cover_every_uuid_once():
     assert chunks[0].on("UUID") == 'UUID=~"GPU-0.*"'
     assert chunks[10].on("UUID") == 'UUID=~"GPU-[aA].*"'
     assert chunks[-1].on("UUID") == 'UUID!~"GPU-[0-9a-fA-F]{1}.*"'
+
+
+def test_backfill_usage_rebuilds_both_bases_with_progress(fleet):
+    out = io.StringIO()
+    call_command("backfill_usage", "--from", "2025-03-10T10:00Z", "--to", "2025-03-10T11:00Z", stdout=out)
+
+    assert "[1/1] east 2025-03-10T10:00Z: 10 rows; usage (prometheus) 31 rows, complete" in out.getvalue()
+    assert UsageHour.objects.filter(hour=HOUR, source="ledger").count() == 10
+    # 10 shares x 3 meters, and the idle card's unattributed utilisation
+    assert UsageHour.objects.filter(hour=HOUR, source="prometheus").count() == 31

@@ -17,6 +17,7 @@ import kubesim
 from demo.billing import seed_demo_billing
 from demo.capacity import seed_demo_capacity
 from demo.seed import seed_demo_cluster, seed_demo_organisation
+from demo.usage import seed_demo_usage
 from inventory.sync.service import keep_synced, sync_cluster
 from kubesim.controllers import CONTROLLER_NAMES
 from quotas.runner.loop import keep_admitting
@@ -65,9 +66,20 @@ class Command(BaseCommand):
         sync_cluster(cluster_id=cluster.pk)
         seed_demo_capacity(cluster=cluster)
         seed_demo_billing(cluster=cluster)  # rate cards and last month closed, with its report files
-        if not options["seed_only"]:
+        # A month of per-share usage (simulated without PROMETHEUS_URL), newest hour first, beside the
+        # server: metering it takes minutes on SQLite. --seed-only meters the last day and returns.
+        usage = threading.Thread(
+            target=seed_demo_usage,
+            kwargs={"cluster": cluster, "stop": stop, "pause_seconds": 1.0},
+            name="demo-usage",
+            daemon=True,
+        )
+        if options["seed_only"]:
+            seed_demo_usage(cluster=cluster, days=1)
+        else:
             sync.start()
             admitting.start()
+            usage.start()
         url = f"http://{options['host']}:{options['port']}"
         lines = [
             "",

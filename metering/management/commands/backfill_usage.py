@@ -1,5 +1,7 @@
 """``manage.py backfill_usage --from 2025-03-01T00:00Z --to 2025-04-01T00:00Z [--cluster NAME]``:
-rebuild the allocation-basis hourly ledger over a range of whole hours, with progress."""
+rebuild the allocation-basis hourly ledger over a range of whole hours, with progress, and the usage
+(utilisation, memory, energy) of each hour where the cluster has a usage source (``--no-usage`` skips
+it). A usage hour the source cannot answer is reported and left incomplete, not fatal."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from gpuplatform.errors import DomainError
 from inventory.models import Cluster
+from metering.services.collection import meter_usage_hour, usage_source_for
 from metering.services.ledger import meter_allocation_hour
 
 
@@ -30,6 +33,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--to", dest="end", required=True, help="end, exclusive, ISO 8601")
         parser.add_argument("--cluster", default="", help="only this cluster (by name)")
+        parser.add_argument("--no-usage", action="store_true", help="the allocation basis only")
 
     def handle(self, *args: Any, **options: Any) -> None:
         start, end = _instant(options["start"]), _instant(options["end"])
@@ -48,14 +52,25 @@ class Command(BaseCommand):
         total = len(hours) * clusters.count()
         done = 0
         for cluster in clusters:
+            source, config = (None, None) if options["no_usage"] else usage_source_for(cluster_id=cluster.pk)
             for hour in hours:
                 try:
                     result = meter_allocation_hour(cluster_id=cluster.pk, hour=hour)
                 except DomainError as exc:
                     raise CommandError(f"{cluster.name} {hour:%Y-%m-%dT%H:00Z}: {exc.message}") from exc
                 done += 1
+                usage = ""
+                if source is not None:
+                    used = meter_usage_hour(cluster_id=cluster.pk, hour=hour, source=source, config=config)
+                    state = (
+                        "complete"
+                        if used.complete
+                        else f"incomplete{': ' + used.error if used.error else ''}"
+                    )
+                    usage = f"; usage ({used.source}) {used.rows} rows, {state}"
                 self.stdout.write(
                     f"[{done}/{total}] {cluster.name} {hour:%Y-%m-%dT%H:00Z}: {result.rows} rows"
                     + (f", {result.adjustments} adjustments" if result.adjustments else "")
+                    + usage
                 )
         self.stdout.write(self.style.SUCCESS(f"metered {done} cluster-hours"))
