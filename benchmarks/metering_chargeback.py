@@ -21,6 +21,7 @@ import resource
 import sys
 import time
 import uuid
+from decimal import Decimal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,35 +131,34 @@ def load(shares: int, hours: int) -> str:
             """,
             [cluster.pk, period.pk, start, hours, shares],
         )
-        # Capacity per node-hour: 8 cards; what the node's shares did not hold is idle.
+        # What the shares hold per pool-hour, in one pass; then capacity per node-hour (8 cards), the
+        # pool's idle (cards - held) on its first node (n < POOLS), so per pool charged + idle = cards.
+        cur.execute(
+            """
+            CREATE TEMP TABLE bench_held AS SELECT pool_id, hour, sum(card_hours) AS held
+            FROM metering_usagehour WHERE period_id = %s GROUP BY pool_id, hour
+            """,
+            [period.pk],
+        )
         cur.execute(
             f"""
             INSERT INTO metering_capacityhour (cluster_id, period_id, hour, node_name, pool_id, pool_name,
                 gpu_model, cards, card_hours, idle_card_hours, computed_at)
-            SELECT %s, %s, %s::timestamptz + make_interval(hours => h), 'cap-node-' || n,
-                ({pool_ids})[1 + n %% {POOLS}], 'pool-' || lpad((n %% {POOLS})::text, 2, '0'),
-                ({models})[1 + (n %% {POOLS}) %% {len(MODELS)}], 8, 8, 0, now()
-            FROM generate_series(0, %s - 1) AS h, generate_series(0, %s - 1) AS n
+            SELECT %s, %s, t.hour, 'cap-node-' || n, p.pool_id, 'pool-' || lpad((n %% {POOLS})::text, 2, '0'),
+                ({models})[1 + (n %% {POOLS}) %% {len(MODELS)}], 8, 8,
+                CASE WHEN n < {POOLS} THEN p.cards - coalesce(b.held, 0) ELSE 0 END, now()
+            FROM generate_series(0, %s - 1) AS h
+            CROSS JOIN LATERAL (SELECT %s::timestamptz + make_interval(hours => h) AS hour) AS t
+            CROSS JOIN generate_series(0, %s - 1) AS n
+            CROSS JOIN LATERAL (
+                SELECT ({pool_ids})[1 + n %% {POOLS}] AS pool_id,
+                    8 * ((%s - 1 - n %% {POOLS}) / {POOLS} + 1) AS cards
+            ) AS p
+            LEFT JOIN bench_held b ON b.pool_id = p.pool_id AND b.hour = t.hour AND n < {POOLS}
             """,
-            [cluster.pk, period.pk, start, hours, nodes],
+            [cluster.pk, period.pk, hours, start, nodes, nodes],
         )
-        # Idle per pool-hour = cards - held, put on the pool's first node of the hour (sums are per pool).
-        cur.execute(
-            """
-            WITH held AS (
-                SELECT pool_id, hour, sum(card_hours) AS held FROM metering_usagehour WHERE period_id = %s
-                GROUP BY pool_id, hour
-            ), cards AS (
-                SELECT pool_id, hour, sum(card_hours) AS cards, min(node_name) AS first_node
-                FROM metering_capacityhour WHERE period_id = %s GROUP BY pool_id, hour
-            )
-            UPDATE metering_capacityhour c SET idle_card_hours = cards.cards - coalesce(held.held, 0)
-            FROM cards LEFT JOIN held USING (pool_id, hour)
-            WHERE c.period_id = %s AND c.pool_id = cards.pool_id AND c.hour = cards.hour
-                AND c.node_name = cards.first_node
-            """,
-            [period.pk, period.pk, period.pk],
-        )
+        cur.execute("DROP TABLE bench_held")
         cur.execute("SET session_replication_role = DEFAULT")
         cur.execute("ANALYZE metering_usagehour; ANALYZE metering_capacityhour")
     return str(period.pk)
@@ -177,7 +177,8 @@ def run_once(period_id: str) -> tuple[float, str, str, int]:
     for chunk in csv_chunks(export_lines(ReportLine.objects.filter(period=period))):
         digest.update(chunk)
     recon = period.summary["reconciliation"]
-    assert all(r["holds"] for r in recon), recon
+    for r in recon:  # per pool: charged + idle card-hours = cards x hours, exactly
+        assert Decimal(r["charged_card_hours"]) + Decimal(r["idle_card_hours"]) == Decimal(r["card_hours"]), r
     residue = sum(abs(float(r["residue"])) for r in recon)
     return (
         took,
