@@ -105,7 +105,9 @@ def load(shares: int, hours: int) -> str:
         price_per_ge_hour=Decimal("2.75"),
         effective_from=first.effective_to,
     )
-    nodes = (shares * 6 // 5 + 7) // 8  # 8 cards a node, a fifth more cards than shares hold
+    # 8 cards a node, every pool with a fifth more cards than its shares hold (at least one node).
+    per_pool = -(-shares // POOLS)
+    nodes = POOLS * -(-(per_pool * 6 // 5) // 8)
     pool_ids = "ARRAY[" + ",".join(f"'{p.pk}'::uuid" for p in pools) + "]"
     team_ids = "ARRAY[" + ",".join(f"'{t.pk}'::uuid" for t in teams) + "]"
     models = "ARRAY[" + ",".join(f"'{m}'" for m in MODELS) + "]"
