@@ -101,9 +101,7 @@ PLATFORM_ONLY = {"cluster", "node", "gpu", "audit-event", "billing-period", "rep
 # Streamed files, not pages of JSON: read in chunks by one cursor (tests/metering/test_exports.py).
 NOT_PAGES = {"reports/export"}
 # Known per-row costs, each with its reason; the test fails once one is fixed, to drop it from here.
-KNOWN_PER_ROW = {
-    "fragmentation": "selectors.pool_fragmentation is computed pool by pool (about 6 queries a pool)",
-}
+KNOWN_PER_ROW: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("viewer", ["pat", "rita"])
