@@ -30,7 +30,13 @@ from quotas.models import Flavor
 from tenants.models import Tenant
 
 # GPU model key prefix -> price per GE-hour (USD); a model not listed stays unpriced, and shows so.
-PRICES = {"H100": Decimal("2.50"), "A100": Decimal("1.60"), "L4": Decimal("0.60"), "T4": Decimal("0.35")}
+PRICES = {
+    "H100": Decimal("2.50"),
+    "A100": Decimal("1.60"),
+    "L40S": Decimal("1.10"),
+    "L4": Decimal("0.60"),
+    "T4": Decimal("0.35"),
+}
 # pool name prefix -> the tenants that use it (demo/capacity.py's quotas)
 TENANTS = {
     "NVIDIA-H100": ["vision", "nlp"],

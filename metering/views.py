@@ -11,7 +11,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Q, QuerySet, Sum
+from django.db.models import Q, Sum
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -42,13 +42,14 @@ PALETTE = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#f
 PAGE = 25
 
 
-def _chosen_period(request: HttpRequest) -> tuple[str, QuerySet[BillingPeriod, BillingPeriod]]:
-    """The period label asked for, else the newest one with usage, else this month."""
+def _chosen_period(request: HttpRequest) -> str:
+    """The period label asked for, else the newest one with usage the viewer may see, else this month."""
     label = request.GET.get("period", "")
     if not label:
-        newest = UsageHour.objects.order_by("-hour").values_list("period__label", flat=True).first()
+        visible = UsageHour.objects.visible_to(current_user(request))
+        newest = visible.order_by("-hour").values_list("period__label", flat=True).first()
         label = newest or month_of(at=timezone.now())[0]
-    return label, BillingPeriod.objects.filter(label=label)
+    return label
 
 
 def _series(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -72,7 +73,7 @@ def _series(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
 @login_required
 def usage(request: HttpRequest) -> HttpResponse:
     user = current_user(request)
-    label, _ = _chosen_period(request)
+    label = _chosen_period(request)
     rows = UsageHour.objects.visible_to(user).filter(period__label=label)
     held = rows.filter(meter=Meter.ALLOCATED_GE_HOURS)
     daily = list(bucketed(held, "day"))

@@ -113,7 +113,8 @@ class BillingPeriodViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Sco
     @action(detail=True, methods=["post"])
     def close(self, request: Request, pk: str | None = None) -> Response:
         period = self.get_object()
-        period = period_services.close_billing_period(actor=self.actor, period_id=period.pk)
+        idle = request.data.get("idle") if hasattr(request.data, "get") else None  # central | distributed
+        period = period_services.close_billing_period(actor=self.actor, period_id=period.pk, idle=idle)
         return Response(BillingPeriodSerializer(period).data)
 
 

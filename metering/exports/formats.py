@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable, Iterator
 
 from metering.chargeback.money import minor_unit
@@ -14,6 +15,7 @@ from metering.exports.rows import ExportLine, efficiency, money_text, number_tex
 __all__ = ["CSV_COLUMNS", "csv_chunks", "csv_record", "json_chunks"]
 
 ROWS_PER_CHUNK = 500
+_NEEDS_QUOTES = re.compile(r'["\r\n]')
 
 CSV_COLUMNS = (
     "period",
@@ -70,17 +72,32 @@ def csv_record(line: ExportLine) -> list[str]:
 def table_chunks(
     header: Iterable[str], records: Iterable[list[str]], *, rows_per_chunk: int = ROWS_PER_CHUNK
 ) -> Iterator[bytes]:
-    """RFC 4180 CSV (CRLF, minimal quoting, UTF-8), yielded every ``rows_per_chunk`` rows."""
+    """RFC 4180 CSV (CRLF, minimal quoting, UTF-8), yielded every ``rows_per_chunk`` rows.
+
+    Most rows need no quoting: they are joined as they are (one C call), and only a row whose joined
+    text shows a comma too many, a quote or a line break goes through the csv module. Both give the
+    same bytes as csv.writer with minimal quoting."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(header)
+    out: list[str] = [buffer.getvalue()]
     for count, record in enumerate(records, start=1):
-        writer.writerow(record)
-        if count % rows_per_chunk == 0:
-            yield buffer.getvalue().encode()
+        line = ",".join(record)
+        if (
+            line.count(",") == len(record) - 1
+            and not _NEEDS_QUOTES.search(line)
+            and (len(record) > 1 or line)
+        ):
+            out.append(line + "\r\n")
+        else:
             buffer.seek(0)
             buffer.truncate()
-    yield buffer.getvalue().encode()
+            writer.writerow(record)
+            out.append(buffer.getvalue())
+        if count % rows_per_chunk == 0:
+            yield "".join(out).encode()
+            out = []
+    yield "".join(out).encode()
 
 
 def csv_chunks(lines: Iterable[ExportLine]) -> Iterator[bytes]:

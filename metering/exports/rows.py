@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -37,6 +38,7 @@ class ExportLine:
     rate_card: str = ""
 
 
+@functools.lru_cache(maxsize=1024)  # a period's bounds repeat on every line
 def utc_text(at: datetime) -> str:
     """FOCUS date/time format: extended ISO 8601 in UTC, ``YYYY-MM-DDTHH:mm:ssZ``."""
     offset = at.utcoffset()

@@ -5,6 +5,7 @@ entries are re-stamped with a fixed date. No Django."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import zipfile
@@ -141,15 +142,22 @@ def write_xlsx(
     with tempfile.TemporaryFile() as raw:
         book.save(raw)
         raw.seek(0)
-        _restamp(raw, out)
+        _restamp(raw, out, modified=stamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
-def _restamp(source: IO[bytes], out: IO[bytes]) -> None:
-    """Copy the zip entry by entry with a fixed date, so equal content gives equal bytes."""
+_MODIFIED = re.compile(rb"(<dcterms:modified[^>]*>)[^<]*(</dcterms:modified>)")
+
+
+def _restamp(source: IO[bytes], out: IO[bytes], *, modified: str) -> None:
+    """Copy the zip entry by entry with a fixed date, so equal content gives equal bytes. openpyxl
+    sets the document's modified time to the clock when it saves: put the build time back."""
     with zipfile.ZipFile(source) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
         for item in zin.infolist():
             info = zipfile.ZipInfo(item.filename, date_time=FIXED_ZIP_DATE)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = item.external_attr
             with zin.open(item) as src, zout.open(info, "w") as dst:
-                shutil.copyfileobj(src, dst, 1 << 16)
+                if item.filename == "docProps/core.xml":  # small: read whole
+                    dst.write(_MODIFIED.sub(rb"\g<1>" + modified.encode() + rb"\g<2>", src.read()))
+                else:
+                    shutil.copyfileobj(src, dst, 1 << 16)

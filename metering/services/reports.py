@@ -5,6 +5,7 @@ closed (the database refuses new lines then)."""
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -12,6 +13,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Sum
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
@@ -45,45 +47,85 @@ _HOUR = timedelta(hours=1)
 def compute_period_chargeback(
     *, period: BillingPeriod, idle: str = IDLE_CENTRAL
 ) -> tuple[Chargeback, dict[str, str]]:
-    """The period's chargeback and the pool labels (pool id -> "cluster/pool"). Reads only."""
+    """The period's chargeback and the pool labels (pool id -> "cluster/pool"). Reads only.
+
+    The ledger is summed by the database in two queries (usage, capacity), grouped per pool, GPU
+    model, tenant, flavor and meter and per *price bucket*: the period cut at every rate card's
+    start and end inside it. Each bucket lies inside one price segment of every pool (the cuts of all
+    cards include each pool's), so a bucket is priced by its pool's card and buckets of one card add
+    up in the pure chargeback. One scan of the month, whatever the number of pools and price changes."""
     cards = load_cards(start=period.starts_at, end=period.ends_at)
     tenants = {str(t["pk"]): t for t in Tenant.objects.values("pk", "path", "slug", "cost_centre")}
+    cuts = sorted(
+        {period.starts_at, period.ends_at}
+        | {
+            t
+            for c in cards
+            for t in (c.effective_from, c.effective_to)
+            if t is not None and period.starts_at < t < period.ends_at
+        }
+    )
+    # width_bucket: i for cuts[i-1] <= hour < cuts[i]
+    bucket = RawSQL('width_bucket("metering_usagehour"."hour", %s::timestamptz[])', (cuts,))
     pools: dict[tuple[Any, str], str] = {}
+    capacity_rows: dict[tuple[Any, str, int], tuple[Decimal, Decimal]] = {}
     for row in (
         CapacityHour.objects.filter(period=period)
-        .values("pool_id", "cluster__name", "pool_name", "gpu_model")
-        .distinct()
+        .annotate(bucket=RawSQL('width_bucket("metering_capacityhour"."hour", %s::timestamptz[])', (cuts,)))
+        .values("pool_id", "cluster__name", "pool_name", "gpu_model", "bucket")
+        .annotate(card_hours=Sum("card_hours"), idle=Sum("idle_card_hours"))
+        .order_by()
     ):
         pools[(row["pool_id"], row["gpu_model"])] = f"{row['cluster__name']}/{row['pool_name']}"
-    for row in (
-        UsageHour.objects.filter(period=period, meter=Meter.ALLOCATED_GE_HOURS)
-        .values("pool_id", "cluster__name", "pool_name", "gpu_model")
-        .distinct()
+        capacity_rows[(row["pool_id"], row["gpu_model"], row["bucket"])] = (row["card_hours"], row["idle"])
+    # (pool, model, bucket) -> (tenant, flavor) -> {meter: (quantity, card-hours)}
+    usage_rows: dict[tuple[Any, str, int], dict[tuple[str, str], dict[str, tuple[Decimal, Decimal]]]] = (
+        defaultdict(lambda: defaultdict(dict))
+    )
+    for urow in (
+        UsageHour.objects.filter(period=period, meter__in=(Meter.ALLOCATED_GE_HOURS, Meter.USED_GE_HOURS))
+        .annotate(bucket=bucket)
+        .values(
+            "pool_id",
+            "cluster__name",
+            "pool_name",
+            "gpu_model",
+            "bucket",
+            "tenant_id",
+            "flavor_name",
+            "meter",
+        )
+        .annotate(quantity=Sum("quantity"), card_hours=Sum("card_hours"))
+        .order_by()
     ):
-        pools.setdefault((row["pool_id"], row["gpu_model"]), f"{row['cluster__name']}/{row['pool_name']}")
+        pools.setdefault((urow["pool_id"], urow["gpu_model"]), f"{urow['cluster__name']}/{urow['pool_name']}")
+        key = (urow["pool_id"], urow["gpu_model"], urow["bucket"])
+        usage_rows[key][(str(urow["tenant_id"] or ""), urow["flavor_name"])][urow["meter"]] = (
+            urow["quantity"] or ZERO,
+            urow["card_hours"] or ZERO,
+        )
     usage: list[PricedUsage] = []
     capacity: list[PoolCapacity] = []
     for (pool_id, model), label in sorted(pools.items(), key=lambda item: (item[1], item[0][1])):
-        for seg in price_segments(
+        segments = price_segments(
             cards=cards, pool_id=pool_id, gpu_model=model, start=period.starts_at, end=period.ends_at
-        ):
-            price = seg.card.price_per_ge_hour if seg.card else None
-            currency = seg.card.currency if seg.card else ""
-            basis = seg.card.basis if seg.card else Basis.ALLOCATION
-            card_ref = str(seg.card.pk) if seg.card else ""
-            hours = {"hour__gte": seg.start, "hour__lt": seg.end, "pool_id": pool_id, "gpu_model": model}
-            held = _by_tenant_flavor(period=period, meter=Meter.ALLOCATED_GE_HOURS, hours=hours)
-            used = _by_tenant_flavor(period=period, meter=Meter.USED_GE_HOURS, hours=hours)
+        )
+        for index in range(1, len(cuts)):
+            at = cuts[index - 1]
+            card = next((seg.card for seg in segments if seg.start <= at < seg.end), None)
+            price = card.price_per_ge_hour if card else None
+            currency = card.currency if card else ""
+            basis = card.basis if card else Basis.ALLOCATION
+            card_ref = str(card.pk) if card else ""
             priced_total = ZERO
-            for key in sorted(held.keys() | used.keys()):
-                tenant_id, flavor = key
-                ge_hours, alloc_card_hours = held.get(key, (ZERO, ZERO))
-                used_ge_hours = used[key][0] if key in used else None
+            for (tenant_id, flavor), meters in sorted(usage_rows.get((pool_id, model, index), {}).items()):
+                ge_hours, alloc_card_hours = meters.get(Meter.ALLOCATED_GE_HOURS, (ZERO, ZERO))
+                used_ge_hours = meters[Meter.USED_GE_HOURS][0] if Meter.USED_GE_HOURS in meters else None
                 card_hours = priced_quantity(
                     basis=basis,
                     allocated=alloc_card_hours,
                     used=used_ge_hours or ZERO,
-                    weight=seg.card.blend_weight if seg.card else ONE,
+                    weight=card.blend_weight if card else ONE,
                 )
                 priced_total += card_hours
                 tenant = tenants.get(tenant_id) if tenant_id else None
@@ -103,23 +145,19 @@ def compute_period_chargeback(
                         rate_card=card_ref,
                     )
                 )
-            totals = CapacityHour.objects.filter(period=period, **hours).aggregate(
-                card_hours=Sum("card_hours"), idle=Sum("idle_card_hours")
-            )
-            if totals["card_hours"] is not None:
+            found = capacity_rows.get((pool_id, model, index))
+            if found is not None:
+                total, ledger_idle = found
                 # On the allocation basis the ledger's idle is exact per node-hour; on the others,
                 # idle is what the priced quantity leaves of the pool's cards x hours.
-                idle_hours = (
-                    totals["idle"] if basis == Basis.ALLOCATION else totals["card_hours"] - priced_total
-                )
                 capacity.append(
                     PoolCapacity(
                         pool=label,
                         gpu_model=model,
                         currency=currency,
                         unit_price=price,
-                        card_hours=totals["card_hours"],
-                        idle_card_hours=idle_hours,
+                        card_hours=total,
+                        idle_card_hours=ledger_idle if basis == Basis.ALLOCATION else total - priced_total,
                         basis=basis,
                         rate_card=card_ref,
                     )
@@ -136,22 +174,6 @@ def priced_quantity(*, basis: str, allocated: Decimal, used: Decimal, weight: De
     if basis == Basis.BLENDED:
         return (weight * allocated + (ONE - weight) * used).quantize(QTY)
     return allocated
-
-
-def _by_tenant_flavor(
-    *, period: BillingPeriod, meter: str, hours: dict[str, Any]
-) -> dict[tuple[str, str], tuple[Decimal, Decimal]]:
-    """(tenant id or "", flavor) -> (quantity, card-hours) of one meter, summed by the database."""
-    return {
-        (str(agg["tenant_id"] or ""), agg["flavor_name"]): (
-            agg["quantity"] or ZERO,
-            agg["card_hours"] or ZERO,
-        )
-        for agg in UsageHour.objects.filter(period=period, meter=meter, **hours)
-        .values("tenant_id", "flavor_name")
-        .annotate(quantity=Sum("quantity"), card_hours=Sum("card_hours"))
-        .order_by("tenant_id", "flavor_name")
-    }
 
 
 def pools_by_id(pools: dict[tuple[Any, str], str]) -> dict[str, str]:

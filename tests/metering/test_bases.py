@@ -109,3 +109,14 @@ def test_the_idle_option_is_kept_for_the_next_build_and_a_bad_one_is_refused(hou
     with pytest.raises(ValidationFailed, match="idle must be one of"):
         build_period_report(period_id=hour.period.pk, idle="everywhere")
     assert {k for k, _ in lines(hour)} == {"charge", "idle_share"}  # nothing changed
+
+
+def test_closing_through_the_api_takes_the_idle_option_and_refuses_a_bad_one(hour, cast, api):
+    rows.card(hour, price="2.00")
+    url = f"/api/v1/billing-periods/{hour.period.pk}/close/"
+    bad = api(cast.fiona).post(url, {"idle": "everywhere"}, format="json")
+    assert (bad.status_code, bad.json()["code"]) == (400, "invalid_idle_mode")
+    hour.period.refresh_from_db()
+    assert hour.period.state == "open"
+    assert api(cast.fiona).post(url, {"idle": "distributed"}, format="json").status_code == 200
+    assert {k for k, _ in lines(hour)} == {"charge", "idle_share"}
