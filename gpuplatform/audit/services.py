@@ -67,6 +67,7 @@ ATTEMPT_ACTIONS = frozenset(
         "auth.login_failed",
         "cluster.registration_refused",
         "cluster.update_refused",
+        "sharing_policy.refused",
     }
 )
 

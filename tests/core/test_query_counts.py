@@ -20,6 +20,7 @@ from tests.fixtures.people import make_user
 from tests.inventory import factories as inv
 from tests.isolation.routes import api_routes
 from tests.metering import factories as met
+from tests.policies import factories as pol
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -52,6 +53,10 @@ def crowd(cast):
         inv.gpu(on=inv.node(f"node-{n}", in_pool=pool))
         inv.claim(tenant=team, namespace=f"ns-{n}")
         inv.allocation(tenant=team, namespace=f"ns-{n}")
+        # Policies on every list: the pool's sharing policy and a revision, the team's admission rule.
+        pol.sharing_policy(pool)
+        pol.revision(pool)
+        pol.admission_rule(tenant=team, pool=pool)
         # Metering on every list: the team's usage hour, a rate card, a report line, a period a month.
         seed_metering(team, n)
     return cast
@@ -96,7 +101,15 @@ def queries_for(client, url: str) -> tuple[int, int]:
 
 
 # Platform objects a tenant-admin never lists (tests/isolation): for rita these must be empty.
-PLATFORM_ONLY = {"cluster", "node", "gpu", "audit-event", "billing-period"}
+PLATFORM_ONLY = {
+    "cluster",
+    "node",
+    "gpu",
+    "audit-event",
+    "billing-period",
+    "sharing-policy",
+    "policy-revision",
+}
 # Known per-row costs, each with its reason; the test fails once one is fixed, to drop it from here.
 KNOWN_PER_ROW = {
     "fragmentation": "selectors.pool_fragmentation is computed pool by pool (about 6 queries a pool)",
