@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from gpuplatform.audit.services import record_attempt, record_event, snapshot
-from gpuplatform.errors import NotFound, ValidationFailed
+from gpuplatform.errors import Forbidden, NotFound, ValidationFailed
 from inventory.models import NodePool
 from policies.compiler import (
     DIMENSIONS,
@@ -113,7 +113,10 @@ def set_sharing_policy(
 ) -> SharingPolicy:
     """Create or change a pool's declared sharing. Locks the pool row (one writer per pool);
     refuses an invalid declaration whole (PolicyInvalid with every problem). Audited. Nodes see
-    nothing until the policy is published as a revision. A refusal is audited as an attempt."""
+    nothing until the policy is published as a revision. A refusal is audited as an attempt.
+    Platform-admins only."""
+    if not getattr(actor, "is_platform_admin", False):
+        raise Forbidden("Only platform-admins declare sharing policies.")
     try:
         return _set_sharing_policy(
             pool_id=pool_id, actor=actor, mode=mode, parameters=parameters, resource_name=resource_name
