@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Debian packages the test suite drives for real: Chromium (browser tests through Playwright).
+# Debian packages the test suite drives for real: Chromium (browser tests through Playwright) and
+# Prometheus (prometheus and promtool: scraping /metrics, rules, the metering backfill).
 # Installed only when missing and when we are root; otherwise we say what is missing and fail.
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

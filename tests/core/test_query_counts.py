@@ -111,9 +111,7 @@ PLATFORM_ONLY = {
     "policy-revision",
 }
 # Known per-row costs, each with its reason; the test fails once one is fixed, to drop it from here.
-KNOWN_PER_ROW = {
-    "fragmentation": "selectors.pool_fragmentation is computed pool by pool (about 6 queries a pool)",
-}
+KNOWN_PER_ROW: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("viewer", ["pat", "rita"])
