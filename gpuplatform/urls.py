@@ -30,7 +30,11 @@ from metering.api.slos import AlertDeliveryViewSet, AlertReceiverViewSet, SloAle
 from metering.api.sources import MetricsSourceViewSet
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
 from policies import rollout_views
+from policies import views as policy_views
 from policies.api import agents as agent_api
+from policies.api.admission import AdmissionRuleViewSet
+from policies.api.revisions import PolicyRevisionViewSet
+from policies.api.sharing import SharingPolicyViewSet
 from policies.api.views import BootstrapTokenViewSet, NodeAgentViewSet, RolloutViewSet
 from quotas import catalogue_views
 from quotas import views as quota_views
@@ -64,6 +68,9 @@ router.register("budgets", BudgetViewSet, basename="budget")
 router.register("priority-classes", PriorityClassViewSet, basename="priority-class")
 router.register("queues", QueueViewSet, basename="queue")
 router.register("capacity-requests", CapacityRequestViewSet, basename="capacity-request")
+router.register("sharing-policies", SharingPolicyViewSet, basename="sharing-policy")
+router.register("policy-revisions", PolicyRevisionViewSet, basename="policy-revision")
+router.register("admission-rules", AdmissionRuleViewSet, basename="admission-rule")
 router.register("usage", UsageViewSet, basename="usage")
 router.register("rate-cards", RateCardViewSet, basename="rate-card")
 router.register("billing-periods", BillingPeriodViewSet, basename="billing-period")
@@ -156,6 +163,11 @@ urlpatterns = [
     path(
         "catalogue/<slug:kind>/<uuid:pk>/delete/", catalogue_views.catalogue_delete, name="catalogue-delete"
     ),
+    path("policies/", policy_views.policy_list, name="policies"),
+    path("policies/pools/<uuid:pool_id>/", policy_views.pool_policy, name="policies-pool"),
+    path("policies/pools/<uuid:pool_id>/revisions/", policy_views.revisions, name="policies-revisions"),
+    path("policies/revisions/<uuid:revision_id>/diff/", policy_views.revision_diff, name="policies-diff"),
+    path("policies/admission-rules/", policy_views.admission_rules, name="policies-admission"),
     path("<slug:section>/", ui_views.section_placeholder, name="section"),
 ]
 

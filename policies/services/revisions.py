@@ -14,9 +14,10 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from gpuplatform.audit.services import record_event
-from gpuplatform.errors import Conflict, NotFound
+from gpuplatform.errors import Conflict, Forbidden, NotFound
 from inventory.models import Allocation, Gpu, NodePool
 from policies import signing
 from policies.compiler import SharingMode, render_bundle
@@ -51,19 +52,41 @@ def _pool_has_mig_now(pool: NodePool) -> bool:
     return Gpu.objects.filter(node__pool=pool, node__present=True, mig_enabled=True).exists()
 
 
-def publish_policy(*, pool_id: uuid.UUID | str, actor: Any, note: str = "") -> PolicyRevision:
+def publish_policy(
+    *, pool_id: uuid.UUID | str, actor: Any, note: str = "", rollback_of: int | None = None
+) -> PolicyRevision:
     """Make the pool's next revision from its declared policy. Locks the policy row, so numbers are
     never taken twice; refuses when nothing changed since the last revision (``policy.unchanged``).
-    Audited in the same transaction; ``revision_published`` is sent after commit."""
+    ``rollback_of=N``: the next number carries revision N's bundle verbatim (its policy gets
+    ``"rollback_of": N``) and the declared policy goes back to N's, so revision numbers only grow.
+    Platform-admins, or the system (``actor`` None: the rollout's automatic rollback). Audited in
+    the same transaction; ``revision_published`` is sent after commit."""
+    if actor is not None and not getattr(actor, "is_platform_admin", False):
+        raise Forbidden("Only platform-admins publish sharing policies.")
     with transaction.atomic():
         policy = _policy_of(pool_id, lock=True)
         pool = policy.pool
         previous = PolicyRevision.objects.filter(pool=pool).order_by("-number").first()
-        declared = _declared(policy)
-        if previous is not None and previous.policy == declared:
-            raise Conflict(f"revision {previous.number} already holds this policy", code="policy.unchanged")
         number = (previous.number if previous else 0) + 1
-        bundle = render_bundle(spec=sharing_spec(policy), pool=pool_spec(pool=pool), revision=number)
+        if rollback_of is not None:
+            earlier = PolicyRevision.objects.filter(pool=pool, number=rollback_of).first()
+            if earlier is None or previous is None or earlier.number >= previous.number:
+                raise NotFound(
+                    f"pool {pool.name} has no earlier revision {rollback_of}", code="policy.unknown_revision"
+                )
+            declared = {
+                **{k: v for k, v in earlier.policy.items() if k != "rollback_of"},
+                "rollback_of": rollback_of,
+            }
+            bundle = earlier.bundle
+            _declare(policy, declared)
+        else:
+            declared = _declared(policy)
+            if previous is not None and _same_policy(previous.policy, declared):
+                raise Conflict(
+                    f"revision {previous.number} already holds this policy", code="policy.unchanged"
+                )
+            bundle = render_bundle(spec=sharing_spec(policy), pool=pool_spec(pool=pool), revision=number)
         digest = signing.content_hash(bundle)
         if previous is not None:
             needs_drain = mig_layout(previous.policy) != mig_layout(declared)
@@ -98,10 +121,23 @@ def publish_policy(*, pool_id: uuid.UUID | str, actor: Any, note: str = "") -> P
                 "needs_drain": needs_drain,
                 "note": note,
                 "flavors_renamed": renamed,
+                "rollback_of": rollback_of,
             },
         )
         transaction.on_commit(lambda: revision_published.send(sender=PolicyRevision, revision=revision))
     return revision
+
+
+def _same_policy(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    strip = lambda p: {k: v for k, v in p.items() if k != "rollback_of"}  # noqa: E731
+    return bool(strip(a) == strip(b))
+
+
+def _declare(policy: SharingPolicy, declared: dict[str, Any]) -> None:
+    """A rollback puts the declaration back to what the earlier revision held."""
+    SharingPolicy.objects.filter(pk=policy.pk).update(
+        mode=declared["mode"], parameters=declared.get("parameters") or {}, updated_at=timezone.now()
+    )
 
 
 def _flavors_follow(*, pool: NodePool, declared: dict[str, Any], actor: Any) -> dict[str, str]:
@@ -230,7 +266,7 @@ def dry_run(*, pool_id: uuid.UUID | str) -> DryRun:
                     "count": row["count"],
                 }
             )
-    unchanged = previous is not None and previous.policy == declared
+    unchanged = previous is not None and _same_policy(previous.policy, declared)
     nodes = [
         {
             "node": name,

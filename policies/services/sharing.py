@@ -9,8 +9,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from gpuplatform.audit.services import record_event, snapshot
-from gpuplatform.errors import NotFound, ValidationFailed
+from gpuplatform.audit.services import record_attempt, record_event, snapshot
+from gpuplatform.errors import Forbidden, NotFound, ValidationFailed
 from inventory.models import NodePool
 from policies.compiler import (
     DIMENSIONS,
@@ -36,6 +36,7 @@ class PolicyInvalid(ValidationFailed):
         first = problems[0]
         super().__init__("; ".join(p.message for p in problems), code=first.code, field=first.field)
         self.problems = problems
+        self.errors = [{"field": p.field, "message": p.message, "code": p.code} for p in problems]
 
 
 def _pool(pool_id: uuid.UUID | str, *, lock: bool = False) -> NodePool:
@@ -112,7 +113,28 @@ def set_sharing_policy(
 ) -> SharingPolicy:
     """Create or change a pool's declared sharing. Locks the pool row (one writer per pool);
     refuses an invalid declaration whole (PolicyInvalid with every problem). Audited. Nodes see
-    nothing until the policy is published as a revision."""
+    nothing until the policy is published as a revision. A refusal is audited as an attempt.
+    Platform-admins only."""
+    if not getattr(actor, "is_platform_admin", False):
+        raise Forbidden("Only platform-admins declare sharing policies.")
+    try:
+        return _set_sharing_policy(
+            pool_id=pool_id, actor=actor, mode=mode, parameters=parameters, resource_name=resource_name
+        )
+    except PolicyInvalid as refused:
+        record_attempt(
+            actor=actor,
+            action="sharing_policy.refused",
+            object_type="policies.sharingpolicy",
+            object_repr=f"pool {pool_id}",
+            detail={"pool": str(pool_id), "mode": mode, "problems": refused.errors},
+        )
+        raise
+
+
+def _set_sharing_policy(
+    *, pool_id: uuid.UUID | str, actor: Any, mode: str, parameters: dict[str, Any], resource_name: str
+) -> SharingPolicy:
     with transaction.atomic():
         pool = _pool(pool_id, lock=True)
         preview = preview_policy(

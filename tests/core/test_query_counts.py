@@ -20,6 +20,7 @@ from tests.fixtures.people import make_user
 from tests.inventory import factories as inv
 from tests.isolation.routes import api_routes
 from tests.metering import factories as met
+from tests.policies import factories as pol
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -52,6 +53,10 @@ def crowd(cast):
         inv.gpu(on=inv.node(f"node-{n}", in_pool=pool))
         inv.claim(tenant=team, namespace=f"ns-{n}")
         inv.allocation(tenant=team, namespace=f"ns-{n}")
+        # Policies on every list: the pool's sharing policy and a revision, the team's admission rule.
+        pol.sharing_policy(pool)
+        pol.revision(pool)
+        pol.admission_rule(tenant=team, pool=pool)
         # Metering on every list: the team's usage hour, a rate card, a report line, a period a month.
         seed_metering(team, n)
     return cast
@@ -111,6 +116,8 @@ PLATFORM_ONLY = {
     "alert-receiver",
     "alert-delivery",
     "metrics-source",
+    "sharing-policy",
+    "policy-revision",
 }
 # Streamed files, not pages of JSON: read in chunks by one cursor (tests/metering/test_exports.py).
 NOT_PAGES = {"reports/export"}

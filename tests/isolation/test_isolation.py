@@ -20,6 +20,7 @@ from tests.inventory import factories as inv
 from tests.isolation.checker import check_isolation
 from tests.isolation.routes import api_routes
 from tests.metering import factories as met
+from tests.policies import factories as pol
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -59,6 +60,11 @@ FOREIGN_OBJECTS = {
     "alert-delivery": lambda cast: met.alert_delivery(),
     "metrics-source": lambda cast: met.metrics_source(),  # a platform object
     "reports/export": lambda cast: met.exported_tenant(tenant=cast.nlp),
+    # Policies: sharing policies and revisions are platform objects; admission rules belong to their
+    # tenant (nlp's rule on a pool everyone shares).
+    "sharing-policy": lambda cast: pol.sharing_policy(inv.pool("nlp-only", tenant=cast.nlp)),
+    "policy-revision": lambda cast: pol.revision(inv.pool("nlp-only", tenant=cast.nlp)),
+    "admission-rule": lambda cast: pol.admission_rule(tenant=cast.nlp, pool=inv.pool()),
 }
 # Routes about the caller, checked by their own tests (test_me_shows_only_yourself).
 SELF_ROUTES = {"me"}

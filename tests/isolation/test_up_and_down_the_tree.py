@@ -29,6 +29,7 @@ from tests.inventory import factories as inv
 from tests.isolation.checker import check_isolation
 from tests.isolation.test_isolation import SELF_ROUTES
 from tests.metering import factories as met
+from tests.policies import factories as pol
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -94,6 +95,9 @@ def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str,
         "alert-delivery": lambda cast: met.alert_delivery(),
         "metrics-source": lambda cast: met.metrics_source(),
         "reports/export": lambda cast: met.exported_tenant(tenant=tenant),
+        "sharing-policy": lambda cast: pol.sharing_policy(inv.pool(f"only-{tenant.slug}", tenant=tenant)),
+        "policy-revision": lambda cast: pol.revision(inv.pool(f"only-{tenant.slug}", tenant=tenant)),
+        "admission-rule": lambda cast: pol.admission_rule(tenant=tenant, pool=inv.pool()),
     }
 
 

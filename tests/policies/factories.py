@@ -9,6 +9,7 @@ from typing import Any
 from django.utils import timezone
 
 from inventory.models import Allocation, Gpu, Node, NodePool
+from policies.models import AdmissionRule, PolicyRevision, SharingPolicy
 from tests.inventory import factories as inv
 
 
@@ -49,3 +50,27 @@ def gpu_pod(pool: NodePool, *, node: str, namespace: str, pod: str, tenant: Any 
         pool=pool,
         started_at=timezone.now() - timedelta(hours=1),
     )
+
+
+def sharing_policy(pool: NodePool) -> SharingPolicy:
+    found, _ = SharingPolicy.objects.get_or_create(pool=pool, defaults={"mode": "exclusive"})
+    return found
+
+
+def revision(pool: NodePool) -> PolicyRevision:
+    """A published revision row, for isolation and query-count sweeps (no compiler involved)."""
+    found = PolicyRevision.objects.filter(pool=pool).first()
+    return found or PolicyRevision.objects.create(
+        pool=pool,
+        number=1,
+        policy={"mode": "exclusive", "parameters": {}, "resource_name": "nvidia.com/gpu-x"},
+        bundle={"files": [], "labels": {}, "configmaps": []},
+        content_hash="sha256:0",
+        signature="-",
+        key_id="-",
+    )
+
+
+def admission_rule(*, tenant: Any, pool: NodePool) -> AdmissionRule:
+    found, _ = AdmissionRule.objects.get_or_create(tenant=tenant, pool=pool, defaults={"max_per_pod": 2})
+    return found

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from django.db import transaction
 
 from gpuplatform.audit.models import AuditEvent
-from gpuplatform.errors import Conflict, NotFound
+from gpuplatform.errors import Conflict, Forbidden, NotFound
 from policies import signing
 from policies.models import PolicyRevision, SharingPolicy
 from policies.services.revisions import diff_revisions, dry_run, publish_policy
@@ -163,3 +163,27 @@ def test_a_revision_bundle_is_stored_as_canonical_json_round_trip(cast, pool):
     revision = publish_policy(pool_id=pool.pk, actor=cast.pat)
     revision.refresh_from_db()
     assert signing.content_hash(json.loads(signing.canonical_json(revision.bundle))) == revision.content_hash
+
+
+def test_a_rollback_carries_the_earlier_bundle_under_the_next_number(cast, pool):
+    set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="exclusive", parameters={})
+    r1 = publish_policy(pool_id=pool.pk, actor=cast.pat)
+    set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="mig", parameters=MIG_7)
+    publish_policy(pool_id=pool.pk, actor=cast.pat)
+    # the rollout's automatic rollback runs as the system (no actor)
+    r3 = publish_policy(pool_id=pool.pk, actor=None, note="r2 failed on a node", rollback_of=1)
+    assert r3.number == 3 and r3.bundle == r1.bundle and r3.content_hash == r1.content_hash
+    assert r3.policy["rollback_of"] == 1 and r3.needs_drain is True  # MIG back off: nodes emptied again
+    assert SharingPolicy.objects.get(pool=pool).mode == "exclusive"  # the declaration follows
+    with pytest.raises(Conflict):  # r3 already holds the exclusive policy
+        publish_policy(pool_id=pool.pk, actor=cast.pat)
+    with pytest.raises(NotFound) as unknown:
+        publish_policy(pool_id=pool.pk, actor=None, rollback_of=9)
+    assert unknown.value.code == "policy.unknown_revision"
+
+
+def test_only_platform_admins_publish(cast, pool):
+    set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="exclusive", parameters={})
+    with pytest.raises(Forbidden):
+        publish_policy(pool_id=pool.pk, actor=cast.alice)
+    assert not PolicyRevision.objects.exists()
