@@ -20,6 +20,7 @@ from tests.fixtures.people import make_user
 from tests.inventory import factories as inv
 from tests.isolation.routes import api_routes
 from tests.metering import factories as met
+from tests.policies_agents import factories as pol
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -54,6 +55,10 @@ def crowd(cast):
         inv.allocation(tenant=team, namespace=f"ns-{n}")
         # Metering on every list: the team's usage hour, a rate card, a report line, a period a month.
         seed_metering(team, n)
+        # Agents and rollouts on every list: a bootstrap token, an agent, a rollout with its node.
+        pol.bootstrap_token(f"rack-{n}")
+        pol.agent(f"agent-node-{n}")
+        pol.rollout(f"rollout-pool-{n}")
     return cast
 
 
@@ -96,7 +101,7 @@ def queries_for(client, url: str) -> tuple[int, int]:
 
 
 # Platform objects a tenant-admin never lists (tests/isolation): for rita these must be empty.
-PLATFORM_ONLY = {"cluster", "node", "gpu", "audit-event", "billing-period"}
+PLATFORM_ONLY = {"cluster", "node", "gpu", "audit-event", "billing-period", "agent-bootstrap-token", "agent", "rollout"}
 # Known per-row costs, each with its reason; the test fails once one is fixed, to drop it from here.
 KNOWN_PER_ROW = {
     "fragmentation": "selectors.pool_fragmentation is computed pool by pool (about 6 queries a pool)",
