@@ -31,6 +31,8 @@ os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL", f"postgres://p
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuplatform.settings")
 os.environ.setdefault("SECRET_KEY", "bench-" + "x" * 40)
+# This process seeds and publishes with the ORM between measured windows, inside its event loop.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 import aiohttp  # noqa: E402
 import django  # noqa: E402
@@ -60,7 +62,9 @@ def seed(agents: int) -> tuple[NodePool, list[Node], list[str]]:
     credentials = [f"gpa_{secrets.token_urlsafe(32)}" for _ in nodes]
     NodeAgent.objects.bulk_create(
         [
-            NodeAgent(cluster=cluster, node=node, credential_hash=hash_secret(c), rotate_after="2099-01-01T00:00Z")
+            NodeAgent(
+                cluster=cluster, node=node, credential_hash=hash_secret(c), rotate_after="2099-01-01T00:00Z"
+            )
             for node, c in zip(nodes, credentials, strict=True)
         ],
         batch_size=2000,
@@ -68,7 +72,9 @@ def seed(agents: int) -> tuple[NodePool, list[Node], list[str]]:
     r1 = make_revision(pool, 1)
     NodePolicyState.objects.bulk_create(
         [
-            NodePolicyState(node=n, desired_revision=r1, state="applied", applied_revision=1, applied_hash=r1.content_hash)
+            NodePolicyState(
+                node=n, desired_revision=r1, state="applied", applied_revision=1, applied_hash=r1.content_hash
+            )
             for n in nodes
         ],
         batch_size=2000,
@@ -78,14 +84,21 @@ def seed(agents: int) -> tuple[NodePool, list[Node], list[str]]:
 
 def make_revision(pool: NodePool, number: int) -> PolicyRevision:
     bundle = {
-        "files": [{"path": "device-plugin/config.yaml", "content": f"version: v1\n# r{number}\n" + "x" * 600}],
+        "files": [
+            {"path": "device-plugin/config.yaml", "content": f"version: v1\n# r{number}\n" + "x" * 600}
+        ],
         "labels": {"nvidia.com/device-plugin.config": f"gpuplatform-r{number}"},
         "configmaps": [],
     }
     digest = signing.content_hash(bundle)
     return PolicyRevision.objects.create(
-        pool=pool, number=number, previous=PolicyRevision.objects.filter(pool=pool, number=number - 1).first(),
-        policy={}, bundle=bundle, content_hash=digest, signature=signing.sign(digest.encode()),
+        pool=pool,
+        number=number,
+        previous=PolicyRevision.objects.filter(pool=pool, number=number - 1).first(),
+        policy={},
+        bundle=bundle,
+        content_hash=digest,
+        signature=signing.sign(digest.encode()),
         key_id=signing.key_id(),
     )
 
@@ -98,7 +111,10 @@ def free_port() -> int:
 
 def rss_mib(pid: int, field: str = "VmRSS") -> float:
     total = 0.0
-    pids = [pid] + [int(p) for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()]
+    pids = [pid] + [
+        int(p)
+        for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    ]
     for p in pids:
         for line in Path(f"/proc/{p}/status").read_text().splitlines():
             if line.startswith(field + ":"):
@@ -107,7 +123,10 @@ def rss_mib(pid: int, field: str = "VmRSS") -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    pids = [pid] + [int(p) for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()]
+    pids = [pid] + [
+        int(p)
+        for p in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    ]
     ticks = 0
     for p in pids:
         fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
@@ -138,9 +157,29 @@ async def main() -> None:
     print(f"seeded {args.agents} nodes and agents in {time.perf_counter() - started:.1f}s", flush=True)
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "gpuplatform.asgi:application", "--host", "127.0.0.1", "--port", str(port),
-         "--workers", str(args.workers), "--backlog", "8192", "--log-level", "warning", "--timeout-keep-alive", "120"],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "gpuplatform.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            str(args.workers),
+            "--backlog",
+            "8192",
+            "--log-level",
+            "warning",
+            "--timeout-keep-alive",
+            "120",
+        ],
+        cwd=REPO,
+        env={
+            **{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},
+            "PYTHONPATH": str(REPO),
+        },
     )
     url = f"http://127.0.0.1:{port}/api/v1/agents/bundle/"
     connector = aiohttp.TCPConnector(limit=0)
@@ -163,7 +202,9 @@ async def main() -> None:
 
                     async def agent(i: int, applied: int) -> None:
                         headers = {"Authorization": f"Agent {credentials[i]}"}
-                        async with session.get(url, params={"applied": applied, "timeout": 60}, headers=headers) as r:
+                        async with session.get(
+                            url, params={"applied": applied, "timeout": 60}, headers=headers
+                        ) as r:
                             if r.status == 200:
                                 body = await r.json()
                                 if body.get("payload"):
@@ -171,20 +212,29 @@ async def main() -> None:
 
                     tasks = []
                     for start in range(0, args.agents, 500):
-                        tasks += [asyncio.create_task(agent(i, number)) for i in range(start, min(start + 500, args.agents))]
+                        tasks += [
+                            asyncio.create_task(agent(i, number))
+                            for i in range(start, min(start + 500, args.agents))
+                        ]
                         await asyncio.sleep(0.05)
                     await wait_idle(server.pid)
                     waiting_rss = rss_mib(server.pid)
                     number += 1
                     revision = make_revision(pool, number)
                     chosen = nodes[:count]
-                    NodePolicyState.objects.filter(node__in=chosen).update(desired_revision=revision, state="pending")
+                    NodePolicyState.objects.filter(node__in=chosen).update(
+                        desired_revision=revision, state="pending"
+                    )
                     t0 = time.perf_counter()
-                    push.publish(cluster_id=pool.cluster_id, nodes={n.pk: (revision.pk, "apply") for n in chosen})
+                    push.publish(
+                        cluster_id=pool.cluster_id, nodes={n.pk: (revision.pk, "apply") for n in chosen}
+                    )
                     while len(arrivals) < count and time.perf_counter() - t0 < 60:
                         await asyncio.sleep(0.005)
                     took = max(arrivals.values()) - t0 if len(arrivals) == count else float("inf")
-                    median = statistics.median(v - t0 for v in arrivals.values()) if arrivals else float("nan")
+                    median = (
+                        statistics.median(v - t0 for v in arrivals.values()) if arrivals else float("nan")
+                    )
                     results[label].append(took)
                     print(
                         f"round {round_no + 1} {label:>5}: {len(arrivals)}/{count} envelopes, last {took:.2f}s, "
@@ -195,7 +245,10 @@ async def main() -> None:
                     NodePolicyState.objects.filter(node__pool=pool).update(
                         desired_revision=revision, state="applied", applied_revision=number
                     )
-                    push.publish(cluster_id=pool.cluster_id, nodes={n.pk: (revision.pk, "apply") for n in nodes[count:]})
+                    push.publish(
+                        cluster_id=pool.cluster_id,
+                        nodes={n.pk: (revision.pk, "apply") for n in nodes[count:]},
+                    )
                     await asyncio.gather(*tasks, return_exceptions=True)
             peak = rss_mib(server.pid, "VmHWM")
     finally:
@@ -204,7 +257,9 @@ async def main() -> None:
     print(f"server RSS idle {idle_rss:.0f} MiB, peak {peak:.0f} MiB ({args.workers} uvicorn worker(s))")
     for label, count in (("first", args.first), ("all", args.agents)):
         values = results[label]
-        print(f"{count} agents: median {statistics.median(values):.2f}s over {len(values)} rounds ({', '.join(f'{v:.2f}' for v in values)})")
+        print(
+            f"{count} agents: median {statistics.median(values):.2f}s over {len(values)} rounds ({', '.join(f'{v:.2f}' for v in values)})"
+        )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from inventory.api.views import (
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
 from policies import rollout_views
 from policies.api import agents as agent_api
+from policies.api import long_poll
 from policies.api.views import BootstrapTokenViewSet, NodeAgentViewSet, RolloutViewSet
 from quotas import views as quota_views
 from quotas.api.catalogue import (
@@ -72,7 +73,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("agents/rotate/", agent_api.RotateView.as_view(), name="agent-rotate"),
     path("agents/status/", agent_api.StatusView.as_view(), name="agent-status"),
     path("agents/heartbeat/", agent_api.HeartbeatView.as_view(), name="agent-heartbeat"),
-    path("agents/bundle/", agent_api.bundle_view, name="agent-bundle"),
+    path("agents/bundle/", long_poll.bundle_view, name="agent-bundle"),
     path("", include(router.urls)),
 ]
 

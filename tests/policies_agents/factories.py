@@ -15,7 +15,13 @@ from policies.models import AgentBootstrapToken, NodeAgent, NodePolicyState, Pol
 from tests.inventory import factories as inv
 
 # The agent protocol's routes (docs/agent-protocol.md), as tests/isolation/routes.py names them.
-AGENT_PROTOCOL_ROUTES = ("agents/register", "agents/rotate", "agents/status", "agents/heartbeat", "agents/bundle")
+AGENT_PROTOCOL_ROUTES = (
+    "agents/register",
+    "agents/rotate",
+    "agents/status",
+    "agents/heartbeat",
+    "agents/bundle",
+)
 
 MIG_PARTED = """version: v1
 mig-configs:
@@ -61,14 +67,20 @@ def revision(pool: NodePool, body: dict[str, Any], *, needs_drain: bool = False)
 
 def bootstrap_token(name: str = "rack") -> AgentBootstrapToken:
     return AgentBootstrapToken.objects.create(
-        cluster=inv.cluster(), name=name, token_hash=secrets.token_hex(32), expires_at=timezone.now() + timedelta(hours=1)
+        cluster=inv.cluster(),
+        name=name,
+        token_hash=secrets.token_hex(32),
+        expires_at=timezone.now() + timedelta(hours=1),
     )
 
 
 def agent(node_name: str = "agent-node") -> NodeAgent:
     node = inv.node(node_name)
     return NodeAgent.objects.create(
-        cluster=node.cluster, node=node, credential_hash=secrets.token_hex(32), rotate_after=timezone.now() + timedelta(days=1)
+        cluster=node.cluster,
+        node=node,
+        credential_hash=secrets.token_hex(32),
+        rotate_after=timezone.now() + timedelta(days=1),
     )
 
 

@@ -112,11 +112,18 @@ def test_malformed_envelopes_are_refused(key, envelope):
 def test_an_agent_credential_opens_no_operator_route(cast):
     cluster = inv.cluster("prod-a")
     node = inv.node("gpu-a", in_pool=inv.pool("h100", on=cluster))
-    token = create_bootstrap_token(actor=cast.pat, cluster_id=cluster.pk, name="t", expires_in=timedelta(hours=1))
+    token = create_bootstrap_token(
+        actor=cast.pat, cluster_id=cluster.pk, name="t", expires_in=timedelta(hours=1)
+    )
     issued = register_agent(cluster_name="prod-a", node_name=node.name, bootstrap_token=token.secret)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION="Agent " + issued.secret)
-    for path in ("/api/v1/agents/", f"/api/v1/agents/{issued.obj.pk}/", "/api/v1/rollouts/", "/api/v1/nodes/"):
+    for path in (
+        "/api/v1/agents/",
+        f"/api/v1/agents/{issued.obj.pk}/",
+        "/api/v1/rollouts/",
+        "/api/v1/nodes/",
+    ):
         assert client.get(path).status_code == 401, path
     assert client.post(f"/api/v1/agents/{issued.obj.pk}/revoke/").status_code == 401
 
@@ -140,7 +147,9 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         headers = {k: v for k, v in self.headers.items() if k.lower() in ("authorization", "content-type")}
-        upstream = requests.request(method, self.server.upstream + self.path, data=body, headers=headers, timeout=90)
+        upstream = requests.request(
+            method, self.server.upstream + self.path, data=body, headers=headers, timeout=90
+        )
         content = upstream.content
         if self.path.startswith("/api/v1/agents/bundle/") and upstream.status_code == 200:
             envelope = upstream.json()
@@ -170,11 +179,18 @@ def test_an_agent_behind_a_tampering_proxy_applies_nothing_and_says_so(cast, pus
     cluster = inv.cluster("prod-a")
     pool = inv.pool("h100", on=cluster)
     node = inv.node("gpu-a", in_pool=pool)
-    token = create_bootstrap_token(actor=cast.pat, cluster_id=cluster.pk, name="t", expires_in=timedelta(hours=1))
+    token = create_bootstrap_token(
+        actor=cast.pat, cluster_id=cluster.pk, name="t", expires_in=timedelta(hours=1)
+    )
     proxy = TamperingProxy(push_server.url)
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     try:
-        agent = agent_factory(server=f"http://127.0.0.1:{proxy.server_address[1]}", cluster="prod-a", node="gpu-a", token=token.secret)
+        agent = agent_factory(
+            server=f"http://127.0.0.1:{proxy.server_address[1]}",
+            cluster="prod-a",
+            node="gpu-a",
+            token=token.secret,
+        )
         r1 = revision(pool, bundle("all-disabled"))
         rollout = start_rollout(actor=cast.pat, pool_id=pool.pk, revision_id=r1.pk)
         advance_rollout(rollout_id=rollout.pk)
