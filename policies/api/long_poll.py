@@ -32,7 +32,6 @@ from policies.api.agents import KEYWORD, _credential
 from policies.envelopes import Addressee, build_envelope, cached_revision_info, revision_info
 from policies.models import NodeAgent
 from policies.push import HUB
-from policies.services import agents as agent_services
 from policies.services import delivery
 
 T = TypeVar("T")
@@ -100,23 +99,22 @@ async def long_poll(*, method: str, authorization: str, query: Mapping[str, str]
         return _problem(
             400, "validation_failed", "Validation failed", f"applied >= 0, timeout 1..{MAX_TIMEOUT}."
         )
-    try:
-        agent = await _db(agent_services.authenticate_agent, credential)
-    except DomainError as exc:
-        return _problem(exc.status, exc.code, exc.title, exc.message)
-    to = _addressee(agent)
     HUB.ensure_subscriber()
     if not HUB.subscribed.is_set():
         await asyncio.get_running_loop().run_in_executor(None, HUB.subscribed.wait, 2.0)
-    waiter = HUB.register(str(agent.node_id))  # before the read: a publish in between still wakes us
+    mark = HUB.seq  # before the read: a message after it is found by register(since=mark)
     try:
-        found = await _db(delivery.pending_delivery, node_id=agent.node_id, applied=applied)
-        if found is not None:
-            return await _db(_envelope, to, found.revision_id, found.operation)
-        try:
-            revision, operation = await asyncio.wait_for(waiter.future, timeout)
-        except TimeoutError:
-            return Answer(204)
+        agent, found = await _db(delivery.authenticate_poll, credential=credential, applied=applied)
+    except DomainError as exc:
+        return _problem(exc.status, exc.code, exc.title, exc.message)
+    to = _addressee(agent)
+    if found is not None:
+        return await _db(_envelope, to, found.revision_id, found.operation)
+    waiter = HUB.register(str(agent.node_id), since=mark)
+    try:
+        revision, operation = await asyncio.wait_for(waiter.future, timeout)
+    except TimeoutError:
+        return Answer(204)
     finally:
         HUB.unregister(waiter)
     revision_id = uuid.UUID(revision)
