@@ -25,8 +25,12 @@ from inventory.api.views import (
 )
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
 from policies import rollout_views
+from policies import views as policy_views
 from policies.api import agents as agent_api
 from policies.api import long_poll
+from policies.api.admission import AdmissionRuleViewSet
+from policies.api.revisions import PolicyRevisionViewSet
+from policies.api.sharing import SharingPolicyViewSet
 from policies.api.views import BootstrapTokenViewSet, NodeAgentViewSet, RolloutViewSet
 from quotas import views as quota_views
 from quotas.api.catalogue import (
@@ -58,6 +62,9 @@ router.register("budgets", BudgetViewSet, basename="budget")
 router.register("priority-classes", PriorityClassViewSet, basename="priority-class")
 router.register("queues", QueueViewSet, basename="queue")
 router.register("capacity-requests", CapacityRequestViewSet, basename="capacity-request")
+router.register("sharing-policies", SharingPolicyViewSet, basename="sharing-policy")
+router.register("policy-revisions", PolicyRevisionViewSet, basename="policy-revision")
+router.register("admission-rules", AdmissionRuleViewSet, basename="admission-rule")
 router.register("usage", UsageViewSet, basename="usage")
 router.register("rate-cards", RateCardViewSet, basename="rate-card")
 router.register("billing-periods", BillingPeriodViewSet, basename="billing-period")
@@ -119,6 +126,11 @@ urlpatterns = [
     path("queues/requests/new/", quota_views.request_capacity, name="queues-request-new"),
     path("queues/requests/<uuid:request_id>/", quota_views.request_detail, name="queues-request"),
     path("queues/requests/<uuid:request_id>/<str:verdict>/", quota_views.decide, name="queues-decide"),
+    path("policies/", policy_views.policy_list, name="policies"),
+    path("policies/pools/<uuid:pool_id>/", policy_views.pool_policy, name="policies-pool"),
+    path("policies/pools/<uuid:pool_id>/revisions/", policy_views.revisions, name="policies-revisions"),
+    path("policies/revisions/<uuid:revision_id>/diff/", policy_views.revision_diff, name="policies-diff"),
+    path("policies/admission-rules/", policy_views.admission_rules, name="policies-admission"),
     path("<slug:section>/", ui_views.section_placeholder, name="section"),
 ]
 

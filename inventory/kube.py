@@ -33,9 +33,12 @@ __all__ = [
     "ListPage",
     "WatchEvent",
     "api_client",
+    "apply_admission_object",
     "apply_resource_claim",
     "apply_resource_quota",
+    "delete_admission_object",
     "delete_resource_claim",
+    "list_admission_objects",
     "list_pages",
     "watch_events",
 ]
@@ -284,3 +287,66 @@ def _apply(
     except (ApiException, HTTPError, OSError) as exc:
         raise _error(exc) from exc
     return result
+
+
+_ADMISSION_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+
+
+def _admission_functions(api: k8s.ApiClient, kind: str) -> tuple[Callable[..., Any], ...]:
+    admission = k8s.AdmissionregistrationV1Api(api)
+    if kind == "ValidatingAdmissionPolicy":
+        return (
+            admission.patch_validating_admission_policy,
+            admission.list_validating_admission_policy,
+            admission.delete_validating_admission_policy,
+        )
+    if kind == "ValidatingAdmissionPolicyBinding":
+        return (
+            admission.patch_validating_admission_policy_binding,
+            admission.list_validating_admission_policy_binding,
+            admission.delete_validating_admission_policy_binding,
+        )
+    raise ValueError(f"not an admission kind: {kind}")
+
+
+def apply_admission_object(api: k8s.ApiClient, *, body: dict[str, Any]) -> dict[str, Any]:
+    """Server-side apply a (cluster-scoped) ValidatingAdmissionPolicy or its binding."""
+    patch = _admission_functions(api, body["kind"])[0]
+    try:
+        response = patch(
+            body["metadata"]["name"],
+            body,
+            field_manager=FIELD_MANAGER,
+            force=True,
+            _content_type=APPLY_PATCH,
+            _preload_content=False,
+        )
+        result: dict[str, Any] = json.loads(response.data)
+    except (ApiException, HTTPError, OSError) as exc:
+        raise _error(exc) from exc
+    return result
+
+
+def list_admission_objects(api: k8s.ApiClient, *, kind: str, label_selector: str) -> list[str]:
+    """Names of the admission objects of ``kind`` carrying the label selector."""
+    function = _admission_functions(api, kind)[1]
+    try:
+        response = function(label_selector=label_selector, _preload_content=False)
+        body = json.loads(response.data)
+    except (ApiException, HTTPError, OSError) as exc:
+        raise _error(exc) from exc
+    return sorted(str(item["metadata"]["name"]) for item in body.get("items") or [])
+
+
+def delete_admission_object(api: k8s.ApiClient, *, kind: str, name: str) -> bool:
+    """Delete one; False when it was already gone."""
+    function = _admission_functions(api, kind)[2]
+    try:
+        function(name, _preload_content=False)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise _error(exc) from exc
+    except (HTTPError, OSError) as exc:
+        raise _error(exc) from exc
+    return True

@@ -1,8 +1,10 @@
 """Making the cluster enforce what was granted, with server-side apply through ``inventory.kube``.
 
 Device-plugin flavors: one ResourceQuota per tenant namespace, ``gpuplatform-gpus``, whose
-``requests.<resource>`` is the total the tenant holds of that resource on that cluster (0 when it
-holds nothing: the quota is what stops pods from taking GPUs they were not granted). DRA flavors: one
+``requests.<resource>`` is the total the tenant holds of that resource on that cluster, for every
+device-plugin resource of the cluster's flavors (0 when it holds none: the quota is what stops pods
+from taking GPUs they were not granted). Each pool has a resource name of its own once its sharing
+policy is published (policies app), so each pool is enforced separately. DRA flavors: one
 ResourceClaim per admitted request, deleted when the request ends. Reconciling totals (not applying
 deltas) makes every run idempotent.
 """
@@ -21,11 +23,12 @@ from inventory import kube
 from inventory.cluster_access import client_for
 from inventory.models import Cluster
 from quotas.lifecycle import ActorKind, Event, Move, move_requests
-from quotas.models import CapacityRequest, FlavorKind
+from quotas.models import CapacityRequest, Flavor, FlavorKind
 from quotas.models.requests import HOLDING, RequestState
 from tenants.models import TenantNamespace
 
 QUOTA_NAME = "gpuplatform-gpus"
+DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 NAMESPACE_LOCK_SPACE = 50_503
 LABELS = {"app.kubernetes.io/managed-by": "gpuplatform"}
 
@@ -103,8 +106,19 @@ def materialise_request(*, request_id: uuid.UUID | str) -> dict[str, Any]:
 
 
 def _quota(api: Any, request: CapacityRequest, namespace: str, cluster: Cluster) -> list[dict[str, Any]]:
-    """Reconcile the namespace's ResourceQuota to the totals the tenant holds on this cluster."""
-    resources = set(request.flavor.resource_names)
+    """Reconcile the namespace's ResourceQuota to the totals the tenant holds on this cluster.
+
+    Every device-plugin resource name of the cluster's flavors is listed, at 0 where the tenant holds
+    none: a ResourceQuota only limits the names it lists, so a pool's name left out would let the
+    namespace take that pool's GPUs freely. Once each pool advertises a name of its own (the pool's
+    sharing policy renames its flavors' resources), each pool is held apart here."""
+    # nvidia.com/gpu always: every stock device plugin advertises it, and a node still does until its
+    # agent applies the pool's renamed config; a namespace holding none of it gets 0, not "unlimited".
+    resources = {DEFAULT_GPU_RESOURCE, *request.flavor.resource_names}
+    for names in Flavor.objects.filter(kind=FlavorKind.DEVICE_PLUGIN, pool__cluster=cluster).values_list(
+        "resources", flat=True
+    ):
+        resources.update(str(r["name"]) for r in names)
     totals: dict[str, int] = defaultdict(int)
     held = CapacityRequest.objects.filter(
         tenant_id=request.tenant_id,

@@ -127,7 +127,10 @@ def _problem_for(exc: Exception, context: dict[str, Any]) -> Response | None:
     request = context.get("request")
     instance = request.path if request is not None else ""
     if isinstance(exc, DomainError):
-        errors = [{"field": exc.field, "message": exc.message, "code": exc.code}] if exc.field else None
+        # A service may name every problem it found at once (``errors``), else the one field.
+        errors = getattr(exc, "errors", None) or (
+            [{"field": exc.field, "message": exc.message, "code": exc.code}] if exc.field else None
+        )
         return problem_response(
             status_code=exc.status,
             code=exc.code,

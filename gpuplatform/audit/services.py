@@ -69,6 +69,7 @@ ATTEMPT_ACTIONS = frozenset(
         "auth.login_failed",
         "cluster.registration_refused",
         "cluster.update_refused",
+        "sharing_policy.refused",
     }
 )
 

@@ -12,7 +12,7 @@ SECTIONS = [
     ("tenants", "Tenants", "tenant-tree", None),
     ("queues", "Queues", "queues", None),
     ("inventory", "Inventory", "inventory", None),
-    ("policies", "Policies", "section", "policies"),
+    ("policies", "Policies", "policies", None),
     ("metering", "Metering", "section", "metering"),
     ("slos", "SLOs", "section", "slos"),
     ("audit", "Audit", "audit-log", None),

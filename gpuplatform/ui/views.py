@@ -12,11 +12,6 @@ from gpuplatform.ui.auth import current_user
 from gpuplatform.ui.panels import overview_panels
 
 COMING = {
-    "policies": (
-        "Policies",
-        "Sharing policies per node pool (MIG, time-slicing, MPS, HAMi), signed revisions, rollouts to node "
-        "agents with acknowledgements, and drift.",
-    ),
     "metering": (
         "Metering",
         "Hourly usage from Prometheus, rate cards, billing periods and chargeback exports "

@@ -1,0 +1,1 @@
+"""REST adapters of the policies app (docs/policies.md)."""

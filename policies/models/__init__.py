@@ -1,8 +1,11 @@
+from policies.models.admission import AdmissionRule
 from policies.models.agents import AgentBootstrapToken, NodeAgent
 from policies.models.revisions import PolicyRevision
 from policies.models.rollouts import NodePolicyState, OperationKind, Rollout, RolloutState
+from policies.models.sharing import SharingMode, SharingPolicy
 
 __all__ = [
+    "AdmissionRule",
     "AgentBootstrapToken",
     "NodeAgent",
     "NodePolicyState",
@@ -10,4 +13,6 @@ __all__ = [
     "PolicyRevision",
     "Rollout",
     "RolloutState",
+    "SharingMode",
+    "SharingPolicy",
 ]

@@ -1,0 +1,1 @@
+"""Writes of the policies app: sharing policies, revisions, admission rules."""

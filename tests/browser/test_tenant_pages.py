@@ -55,7 +55,7 @@ def test_another_teams_page_is_not_found(transactional_db, cast, page: Page, log
 
 def test_placeholder_sections_render(transactional_db, cast, page: Page, login):
     base = login(page, "dana")
-    for section in ("policies", "metering", "slos"):
+    for section in ("metering", "slos"):
         response = page.goto(f"{base}/{section}/")
         assert response is not None and response.status == 200
         expect(page.locator("main")).to_contain_text("Coming soon")

@@ -20,7 +20,8 @@ from tests.fixtures.people import make_user
 from tests.inventory import factories as inv
 from tests.isolation.routes import api_routes
 from tests.metering import factories as met
-from tests.policies_agents import factories as pol
+from tests.policies import factories as pol
+from tests.policies_agents import factories as ag
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -53,12 +54,16 @@ def crowd(cast):
         inv.gpu(on=inv.node(f"node-{n}", in_pool=pool))
         inv.claim(tenant=team, namespace=f"ns-{n}")
         inv.allocation(tenant=team, namespace=f"ns-{n}")
+        # Policies on every list: the pool's sharing policy and a revision, the team's admission rule.
+        pol.sharing_policy(pool)
+        pol.revision(pool)
+        pol.admission_rule(tenant=team, pool=pool)
         # Metering on every list: the team's usage hour, a rate card, a report line, a period a month.
         seed_metering(team, n)
         # Agents and rollouts on every list: a bootstrap token, an agent, a rollout with its node.
-        pol.bootstrap_token(f"rack-{n}")
-        pol.agent(f"agent-node-{n}")
-        pol.rollout(f"rollout-pool-{n}")
+        ag.bootstrap_token(f"rack-{n}")
+        ag.agent(f"agent-node-{n}")
+        ag.rollout(f"rollout-pool-{n}")
     return cast
 
 
@@ -107,6 +112,8 @@ PLATFORM_ONLY = {
     "gpu",
     "audit-event",
     "billing-period",
+    "sharing-policy",
+    "policy-revision",
     "agent-bootstrap-token",
     "agent",
     "rollout",

@@ -20,7 +20,8 @@ from tests.inventory import factories as inv
 from tests.isolation.checker import check_isolation
 from tests.isolation.routes import api_routes
 from tests.metering import factories as met
-from tests.policies_agents import factories as pol
+from tests.policies import factories as pol
+from tests.policies_agents import factories as ag
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -53,12 +54,17 @@ FOREIGN_OBJECTS = {
     "rate-card": lambda cast: met.rate_card(tenant=cast.nlp),
     "billing-period": lambda cast: met.period(),
     "report": lambda cast: met.report_line(tenant=cast.nlp),
+    # Policies: sharing policies and revisions are platform objects; admission rules belong to their
+    # tenant (nlp's rule on a pool everyone shares).
+    "sharing-policy": lambda cast: pol.sharing_policy(inv.pool("nlp-only", tenant=cast.nlp)),
+    "policy-revision": lambda cast: pol.revision(inv.pool("nlp-only", tenant=cast.nlp)),
+    "admission-rule": lambda cast: pol.admission_rule(tenant=cast.nlp, pool=inv.pool()),
     # Node agents and rollouts are platform objects. The agent protocol's own routes answer a user
     # 401 (they take an agent credential, which names its node: there is no other node to ask for).
-    "agent-bootstrap-token": lambda cast: pol.bootstrap_token(),
-    "agent": lambda cast: pol.agent(),
-    "rollout": lambda cast: pol.rollout(),
-    **{route: (lambda cast: pol.agent()) for route in pol.AGENT_PROTOCOL_ROUTES},
+    "agent-bootstrap-token": lambda cast: ag.bootstrap_token(),
+    "agent": lambda cast: ag.agent(),
+    "rollout": lambda cast: ag.rollout(),
+    **{route: (lambda cast: ag.agent()) for route in ag.AGENT_PROTOCOL_ROUTES},
 }
 # Routes about the caller, checked by their own tests (test_me_shows_only_yourself).
 SELF_ROUTES = {"me"}

@@ -29,7 +29,8 @@ from tests.inventory import factories as inv
 from tests.isolation.checker import check_isolation
 from tests.isolation.test_isolation import SELF_ROUTES
 from tests.metering import factories as met
-from tests.policies_agents import factories as pol
+from tests.policies import factories as pol
+from tests.policies_agents import factories as ag
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -88,10 +89,13 @@ def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str,
         "rate-card": lambda cast: met.rate_card(tenant=catalogue_owner),
         "billing-period": lambda cast: met.period(),
         "report": lambda cast: met.report_line(tenant=tenant),
-        "agent-bootstrap-token": lambda cast: pol.bootstrap_token(),
-        "agent": lambda cast: pol.agent(),
-        "rollout": lambda cast: pol.rollout(),
-        **{route: (lambda cast: pol.agent()) for route in pol.AGENT_PROTOCOL_ROUTES},
+        "sharing-policy": lambda cast: pol.sharing_policy(inv.pool(f"only-{tenant.slug}", tenant=tenant)),
+        "policy-revision": lambda cast: pol.revision(inv.pool(f"only-{tenant.slug}", tenant=tenant)),
+        "admission-rule": lambda cast: pol.admission_rule(tenant=tenant, pool=inv.pool()),
+        "agent-bootstrap-token": lambda cast: ag.bootstrap_token(),
+        "agent": lambda cast: ag.agent(),
+        "rollout": lambda cast: ag.rollout(),
+        **{route: (lambda cast: ag.agent()) for route in ag.AGENT_PROTOCOL_ROUTES},
     }
 
 
