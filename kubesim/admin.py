@@ -9,6 +9,8 @@ POST   /kubesim/compact           {"history": true, "continue": true}: trim watc
                                   older resourceVersion get 410) and expire continue tokens
 POST   /kubesim/close-watches     end every open watch stream cleanly
 GET    /kubesim/stats             resourceVersion and object counts
+GET    /kubesim/audit             audit annotations ValidatingAdmissionPolicies recorded (Audit action,
+                                  auditAnnotations), oldest first
 """
 
 from __future__ import annotations
@@ -64,4 +66,6 @@ def handle(api: Api, req: Request, path: str) -> Response:
     if parts == ["stats"] and method == "GET":
         counts = {r.plural: api.store.count(r.plural) for r in registry.RESOURCES}
         return json_response({"resourceVersion": str(api.store.resource_version), "objects": counts})
+    if parts == ["audit"] and method == "GET":
+        return json_response({"events": list(api.store.admission.audit_events)})
     raise errors.resource_not_found_path(path)

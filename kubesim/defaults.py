@@ -130,6 +130,14 @@ def _vapb(obj: dict[str, Any]) -> None:
         resources.setdefault("objectSelector", {})
 
 
+def _pdb(obj: dict[str, Any]) -> None:
+    # PodDisruptionBudgetStatus's counts are plain int32 fields (no omitempty): even a budget nobody
+    # computed yet shows them as 0.
+    status = obj.setdefault("status", {})
+    for key in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"):
+        status.setdefault(key, 0)
+
+
 def _event(obj: dict[str, Any]) -> None:
     obj.setdefault("involvedObject", {})
 
@@ -142,4 +150,5 @@ _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "validatingadmissionpolicies": _vap,
     "validatingadmissionpolicybindings": _vapb,
     "events": _event,
+    "poddisruptionbudgets": _pdb,
 }

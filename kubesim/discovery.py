@@ -72,7 +72,10 @@ def _hash(info: ResourceInfo) -> str:
     return hashlib.sha256(f"{info.group}/{info.version}/{info.kind}".encode()).hexdigest()[:11]
 
 
-_SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "binding": ["create"]}
+_SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "binding": ["create"], "eviction": ["create"]}
+# Subresources whose objects belong to another group: pods/eviction takes a policy/v1 Eviction, and
+# kubectl drain reads this entry's group and version to pick the Eviction API it speaks.
+_SUBRESOURCE_KINDS = {"binding": ("", "", "Binding"), "eviction": ("policy", "v1", "Eviction")}
 
 
 def resource_list(group: str, version: str) -> dict[str, Any] | None:
@@ -95,14 +98,15 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
         entry["storageVersionHash"] = _hash(info)
         resources.append(entry)
         for sub in info.subresources:
-            resources.append(
-                {
-                    "name": f"{info.plural}/{sub}",
-                    "singularName": "",
-                    "namespaced": info.namespaced,
-                    "kind": "Binding" if sub == "binding" else info.kind,
-                    "verbs": _SUBRESOURCE_VERBS[sub],
-                }
-            )
+            sub_group, sub_version, sub_kind = _SUBRESOURCE_KINDS.get(sub, ("", "", info.kind))
+            sub_entry: dict[str, Any] = {
+                "name": f"{info.plural}/{sub}",
+                "singularName": "",
+                "namespaced": info.namespaced,
+            }
+            if sub_group:
+                sub_entry["group"], sub_entry["version"] = sub_group, sub_version
+            sub_entry.update(kind=sub_kind, verbs=_SUBRESOURCE_VERBS[sub])
+            resources.append(sub_entry)
     gv = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}

@@ -1,4 +1,4 @@
-"""Decoding the one protobuf body kubectl sends: DeleteOptions (drain, delete through the clientset).
+"""Decoding the protobuf bodies kubectl sends: DeleteOptions and Eviction (drain, delete).
 
 kubectl's typed clientset writes request bodies as `application/vnd.kubernetes.protobuf` and client-go
 1.32 does not fall back to JSON on a 415, so `kubectl drain` cannot delete a pod on a server that
@@ -95,7 +95,30 @@ def delete_options(body: bytes) -> dict[str, Any]:
     api_version, kind, raw = unwrap(body)
     if kind != "DeleteOptions":
         raise DecodeError(f"expected DeleteOptions, got {kind or 'nothing'}")
-    out: dict[str, Any] = {"kind": kind, "apiVersion": api_version}
+    return {"kind": kind, "apiVersion": api_version, **_delete_options_message(raw)}
+
+
+def eviction(body: bytes) -> dict[str, Any]:
+    """A protobuf policy/v1 Eviction {1: metadata (ObjectMeta {1: name, 3: namespace}), 2: deleteOptions}:
+    kubectl drain's clientset posts it so."""
+    api_version, kind, raw = unwrap(body)
+    if kind != "Eviction":
+        raise DecodeError(f"expected Eviction, got {kind or 'nothing'}")
+    out: dict[str, Any] = {"kind": kind, "apiVersion": api_version, "metadata": {}}
+    for number, value in _fields(raw):
+        if number == 1 and isinstance(value, bytes):
+            for inner, text in _fields(value):
+                if inner == 1:
+                    out["metadata"]["name"] = _text(text)
+                elif inner == 3:
+                    out["metadata"]["namespace"] = _text(text)
+        elif number == 2 and isinstance(value, bytes):
+            out["deleteOptions"] = _delete_options_message(value)
+    return out
+
+
+def _delete_options_message(raw: bytes) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for number, value in _fields(raw):
         if number == 1:
             out["gracePeriodSeconds"] = _signed(value)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from kubesim import admin, conversion, discovery, errors, negotiation, openapi, registry
+from kubesim import admin, conversion, discovery, errors, eviction, negotiation, openapi, registry
 from kubesim.errors import ApiError
 from kubesim.faults import Faults
 from kubesim.http_types import Request, Response, error_response, json_response
@@ -175,9 +175,9 @@ class Api:
                 "DELETE": "delete",
                 "POST": "create",
             }.get(method, "")
-            if not verb or (method == "POST" and route.subresource != "binding"):
+            if not verb or (method == "POST" and route.subresource not in ("binding", "eviction")):
                 raise errors.method_not_allowed()
-            if route.subresource == "binding" and method != "POST":
+            if route.subresource in ("binding", "eviction") and method != "POST":
                 raise errors.method_not_allowed()
         self._inject(verb, info.plural, req)
         if verb == "watch":
@@ -186,6 +186,8 @@ class Api:
             return self._list(req, route)
         if route.subresource == "binding":
             return self.verbs.bind(req, route.namespace or "", route.name or "", route.version)
+        if route.subresource == "eviction":
+            return eviction.evict(self.store, req, route.namespace or "", route.name or "")
         if verb == "create":
             return self.verbs.create(req, info, route.version, route.namespace)
         if verb == "get":

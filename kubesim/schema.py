@@ -22,6 +22,7 @@ SCHEMA_VERSION = "1.37.0"
 _GROUP_PACKAGE = {
     "": "core",
     "resource.k8s.io": "resource",
+    "policy": "policy",
     "admissionregistration.k8s.io": "admissionregistration",
 }
 

@@ -223,3 +223,32 @@ __all__ = [
     "parse_field_selector",
     "parse_label_selector",
 ]
+
+
+def label_selector_matches(selector: dict[str, Any] | None, labels: dict[str, str] | None) -> bool:
+    """metav1.LabelSelectorAsSelector(selector).Matches(labels): `{}` matches everything, None nothing.
+
+    matchLabels and matchExpressions (In, NotIn, Exists, DoesNotExist) are ANDed; an unknown operator
+    matches nothing (the real conversion errors, and callers treat that as no match).
+    """
+    if selector is None:
+        return False
+    labels = labels or {}
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key", ""), expr.get("operator"), expr.get("values") or []
+        if op == "In":
+            ok = key in labels and labels[key] in values
+        elif op == "NotIn":
+            ok = key not in labels or labels[key] not in values
+        elif op == "Exists":
+            ok = key in labels
+        elif op == "DoesNotExist":
+            ok = key not in labels
+        else:
+            return False
+        if not ok:
+            return False
+    return True

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesim import errors, registry, strategy
+from kubesim.admission import AdmissionRequest, ValidatingPolicies
 from kubesim.errors import ApiError
 from kubesim.registry import ResourceInfo
 from kubesim.selectors import Matcher, compile_matcher
@@ -35,6 +36,9 @@ Listener = Callable[[str, str, dict[str, Any]], None]
 Mutator = Callable[[dict[str, Any]], dict[str, Any]]
 
 DEFAULT_HISTORY_WINDOW = 10_000
+# Admission policies never judge their own kinds (the API server exempts them, so a bad policy cannot
+# lock everyone out of fixing it).
+EXEMPT_GROUP = "admissionregistration.k8s.io"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -70,6 +74,7 @@ class Store:
         self._listeners: builtins.list[Listener] = []
         # ownerReferences uid -> dependents, for cascading deletion (the garbage collector's graph).
         self._dependents: dict[str, set[tuple[str, Key]]] = {}
+        self.admission = ValidatingPolicies(self.list_readonly, self._stored)
         if system_namespaces:
             self.bulk_load(
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in SYSTEM_NAMESPACES
@@ -88,6 +93,10 @@ class Store:
     def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         entry = self.get_entry(resource, namespace, name)
         return json.loads(entry.raw) if entry else None
+
+    def _stored(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        entry = self.get_entry(resource, namespace, name)
+        return entry.obj if entry else None
 
     def get_entry(self, resource: str, namespace: str | None, name: str) -> Entry | None:
         return self._tables[resource].objects.get((namespace or "", name))
@@ -259,6 +268,8 @@ class Store:
         info = registry.by_plural(resource)
         obj = strategy.to_storage(info, obj)
         with self._lock:
+            # request.name of a create that relies on generateName is empty, as the API server's is.
+            generated = not (obj.get("metadata") or {}).get("name")
             warnings = strategy.prepare_create(info, obj, namespace, opts, self._rng)
             meta = obj["metadata"]
             ns = meta.get("namespace", "")
@@ -274,10 +285,14 @@ class Store:
                         f"create new content in namespace {ns} because it is being terminated",
                     )
             key = (ns, meta["name"])
-            if key in self._tables[resource].objects:
-                raise errors.already_exists(info, meta["name"])
+            exists = key in self._tables[resource].objects
             meta["uid"] = self.new_uid()
             meta["creationTimestamp"] = self.now()
+            # Validating admission runs after the strategy's BeforeCreate and before storage, so a
+            # denial wins over AlreadyExists.
+            warnings += self._admit("CREATE", info, opts, None, obj, None, generated=generated)
+            if exists:
+                raise errors.already_exists(info, meta["name"])
             strategy.record_managed_fields(info, None, obj, opts, self.now())
             if opts.dry_run:
                 return Entry(obj, dumps(obj), self._rv), warnings
@@ -298,7 +313,7 @@ class Store:
         with self._lock:
             old = self._require(info, namespace, name)
             warnings = strategy.check_update_identity(info, obj, old.obj, namespace, name, opts)
-            return self._write_update(info, old, obj, opts, subresource), warnings
+            return self._write_update(info, old, obj, opts, subresource, warnings), warnings
 
     def modify_entry(
         self,
@@ -316,12 +331,22 @@ class Store:
             old = self._require(info, namespace, name)
             new = mutate(json.loads(old.raw))
             warnings = strategy.check_update_identity(info, new, old.obj, namespace, name, opts)
-            return self._write_update(info, old, new, opts, subresource), warnings
+            return self._write_update(info, old, new, opts, subresource, warnings), warnings
 
     def _write_update(
-        self, info: ResourceInfo, old: Entry, new: dict[str, Any], opts: WriteOptions, subresource: str | None
+        self,
+        info: ResourceInfo,
+        old: Entry,
+        new: dict[str, Any],
+        opts: WriteOptions,
+        subresource: str | None,
+        warnings: builtins.list[str] | None = None,
     ) -> Entry:
+        """`warnings` (the write's, extended with admission's) is None for pods/binding, which
+        ValidatingAdmissionPolicies in kubesim do not see."""
         new = strategy.prepare_update(info, new, old.obj, subresource, opts)
+        if subresource != "binding" and warnings is not None:
+            warnings.extend(self._admit("UPDATE", info, opts, subresource, new, old.obj))
         strategy.record_managed_fields(info, old.obj, new, opts, self.now(), subresource=subresource)
         if strategy.unchanged(old.obj, new):
             return old  # a no-op write keeps the resourceVersion, like etcd's GuaranteedUpdate
@@ -332,9 +357,52 @@ class Store:
             # resourceVersion (etcd3 store's GuaranteedUpdate with dryRun never commits a new one).
             meta["resourceVersion"] = old.obj["metadata"]["resourceVersion"]
             return Entry(new, dumps(new), self._rv)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+        # The last finalizer gone: removed, unless a pod is in its grace period (the kubelet ends it).
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not meta.get("deletionGracePeriodSeconds")
+        ):
             return self._remove(info, key, new)
         return self._commit(info, key, new, "MODIFIED", old)
+
+    def _admit(
+        self,
+        operation: str,
+        info: ResourceInfo,
+        opts: WriteOptions,
+        subresource: str | None,
+        obj: dict[str, Any] | None,
+        old: dict[str, Any] | None,
+        *,
+        generated: bool = False,
+    ) -> builtins.list[str]:
+        """ValidatingAdmissionPolicies over this write: their warnings, or the denial raised."""
+        if not self._tables["validatingadmissionpolicybindings"].objects or info.group == EXEMPT_GROUP:
+            return []
+        meta = (obj or old or {}).get("metadata") or {}
+        version = registry.split_api_version(opts.api_version)[1] if opts.api_version else info.version
+        options_kind = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
+        options: dict[str, Any] = {"kind": options_kind[operation], "apiVersion": "meta.k8s.io/v1"}
+        if opts.field_manager and operation != "DELETE":
+            options["fieldManager"] = opts.field_manager
+        if opts.dry_run:
+            options["dryRun"] = ["All"]
+        request = AdmissionRequest(
+            operation=operation,
+            info=info,
+            version=version,
+            subresource=subresource or "",
+            namespace=meta.get("namespace", "") if info.namespaced else "",
+            name="" if generated else meta.get("name", ""),
+            obj=obj,
+            old=old,
+            dry_run=opts.dry_run,
+            username=opts.username,
+            groups=list(opts.groups),
+            options=options,
+        )
+        return self.admission.admit(request)
 
     def bind_entry(self, namespace: str, name: str, binding: dict[str, Any], opts: WriteOptions) -> Entry:
         info = registry.by_plural("pods")
@@ -353,26 +421,33 @@ class Store:
         propagation: str | None = None,
         preconditions: dict[str, Any] | None = None,
         dry_run: bool = False,
+        grace_period: int | None = None,
     ) -> tuple[Entry, bool]:
-        """Returns the object's last state and whether it is gone (False: waiting for finalizers)."""
+        """Returns the object's last state and whether it is gone (False: waiting for finalizers, or a
+        pod terminating through an explicit `grace_period` > 0, which the pod-lifecycle controller,
+        playing the kubelet, ends). Without a grace period pods go at once (kubesim's default)."""
         info = registry.by_plural(resource)
         with self._lock:
             old = self._require(info, namespace, name)
             strategy.check_preconditions(info, old.obj, preconditions or {})
+            self._admit("DELETE", info, WriteOptions(dry_run=dry_run), None, None, old.obj)
             meta = old.obj["metadata"]
             key = (meta.get("namespace", ""), meta["name"])
-            if meta.get("deletionTimestamp"):
-                return old, False  # already terminating: the real server changes nothing
             finalizers = list(meta.get("finalizers") or [])
+            grace = strategy.pod_grace_period(old.obj, grace_period) if info.plural == "pods" else 0
+            if meta.get("deletionTimestamp"):
+                if info.plural == "pods" and grace_period == 0 and not finalizers and not dry_run:
+                    return self._remove(info, key, json.loads(old.raw)), True  # the kubelet's final delete
+                return old, False  # already terminating: the real server changes nothing
             if propagation == "Foreground" and self._dependents.get(meta["uid"]):
                 self._cascade(meta["uid"], "Foreground", dry_run)
             elif propagation == "Orphan":
                 self._orphan(meta["uid"], dry_run)
             if info.plural == "namespaces":
                 return self._delete_namespace(info, old, dry_run), not finalizers
-            if finalizers:
+            if finalizers or grace:
                 new = json.loads(old.raw)
-                strategy.mark_deleted(info, new, self.now())
+                strategy.mark_deleted(info, new, self.now(), grace)
                 if dry_run:
                     return Entry(new, dumps(new), self._rv), False
                 return self._commit(info, key, new, "MODIFIED", old), False

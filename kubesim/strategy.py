@@ -28,6 +28,10 @@ class WriteOptions:
     operation: str = "Update"  # or "Apply" (server-side apply records its own entry)
     api_version: str | None = None  # the version the client wrote in, recorded in managedFields
     force: bool = False
+    # Who writes, as admission sees it (request.userInfo): the Python API is the cluster's own
+    # components; the HTTP layer names the kubeconfig's user.
+    username: str = "system:kubesim"
+    groups: tuple[str, ...] = ("system:masters", "system:authenticated")
 
 
 def timestamp(epoch: float) -> str:
@@ -289,6 +293,18 @@ def bind_pod(
     return new
 
 
+def pod_grace_period(pod: dict[str, Any], requested: int | None) -> int:
+    """The pod strategy's CheckGracefulDelete, for an explicit gracePeriodSeconds: unbound or finished
+    pods go at once (no kubelet has containers to stop); negative counts as 1, as the server does."""
+    if requested is None:
+        return 0
+    if not (pod.get("spec") or {}).get("nodeName"):
+        return 0
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return 0
+    return 1 if requested < 0 else requested
+
+
 def check_preconditions(info: ResourceInfo, obj: dict[str, Any], preconditions: dict[str, Any]) -> None:
     meta = obj["metadata"]
     uid, rv = preconditions.get("uid"), preconditions.get("resourceVersion")
@@ -307,10 +323,12 @@ def check_preconditions(info: ResourceInfo, obj: dict[str, Any], preconditions: 
         )
 
 
-def mark_deleted(info: ResourceInfo, obj: dict[str, Any], now: str) -> None:
+def mark_deleted(info: ResourceInfo, obj: dict[str, Any], now: str, grace: int = 0) -> None:
+    """deletionTimestamp is when the object is due to go: now plus the grace period (pods)."""
     meta = obj["metadata"]
-    meta["deletionTimestamp"] = now
-    meta["deletionGracePeriodSeconds"] = 0
+    due = dt.datetime.strptime(now, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC) + dt.timedelta(seconds=grace)
+    meta["deletionTimestamp"] = due.strftime("%Y-%m-%dT%H:%M:%SZ")
+    meta["deletionGracePeriodSeconds"] = grace
     if info.has_generation:
         # BeforeDelete bumps generation when it sets deletionTimestamp, so controllers notice.
         meta["generation"] = meta.get("generation", 1) + 1

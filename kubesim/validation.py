@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 
 from kubesim import schema
+from kubesim.admission import validation as admission_validation
 from kubesim.errors import ApiError, bad_request, field_cause, invalid
 from kubesim.registry import ResourceInfo
 
@@ -306,7 +307,23 @@ def _slice_rules(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[s
     return causes
 
 
-_RULES = {"pods": _pod_rules, "resourceclaims": _claim_rules, "resourceslices": _slice_rules}
+def _pdb_rules(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """ValidatePodDisruptionBudgetSpec: at most one of minAvailable and maxUnavailable."""
+    spec = obj.get("spec") or {}
+    if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+        message = "minAvailable and maxUnavailable cannot be both set"
+        return [field_cause("FieldValueInvalid", "spec", message)]
+    return []
+
+
+_RULES = {
+    "pods": _pod_rules,
+    "resourceclaims": _claim_rules,
+    "resourceslices": _slice_rules,
+    "poddisruptionbudgets": _pdb_rules,
+    "validatingadmissionpolicies": admission_validation.policy_rules,
+    "validatingadmissionpolicybindings": admission_validation.binding_rules,
+}
 
 
 def prune_unknown(info: ResourceInfo, obj: dict[str, Any], mode: str) -> list[str]:

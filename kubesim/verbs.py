@@ -42,11 +42,14 @@ def _options(req: Request, info: ResourceInfo, version: str, **extra: Any) -> Wr
         field_validation=req.query.get("fieldValidation") or "Warn",
         dry_run=dry == "All",
         api_version=info.api_version_for(version),
+        username=HTTP_USER,
         **extra,
     )
 
 
 BODY_TYPES = ("application/json", "application/yaml")
+# The user the kubeconfig's bearer token stands for, as admission sees it (request.userInfo.username).
+HTTP_USER = "kubesim-admin"
 
 
 def _json_body(req: Request) -> Any:
@@ -81,6 +84,15 @@ def _object_body(req: Request, info: ResourceInfo, version: str) -> dict[str, An
     body["apiVersion"] = api_version or info.api_version_for(version)
     body["kind"] = info.kind
     return body
+
+
+def _grace(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        raise errors.bad_request(f"invalid gracePeriodSeconds: {value}") from exc
 
 
 class Verbs:
@@ -272,6 +284,7 @@ class Verbs:
             propagation=opts.get("propagationPolicy"),
             preconditions=opts.get("preconditions"),
             dry_run=dry,
+            grace_period=_grace(opts.get("gracePeriodSeconds")),
         )
         if gone and not info.returns_deleted_object and info.plural != "namespaces":
             meta = entry.obj["metadata"]

@@ -19,12 +19,21 @@ from kubesim.controllers.base import Context, Controller, log
 from kubesim.controllers.cache import Cache
 from kubesim.controllers.churn import Churn
 from kubesim.controllers.device_plugin import DevicePlugin
+from kubesim.controllers.disruption import DisruptionController
 from kubesim.controllers.dra_allocator import DraAllocator
 from kubesim.controllers.mig_manager import MigManager
 from kubesim.controllers.pod_lifecycle import PodLifecycle
 from kubesim.controllers.scheduler import Scheduler
 
-CONTROLLER_NAMES = ("scheduler", "dra-allocator", "mig-manager", "device-plugin", "pod-lifecycle", "churn")
+CONTROLLER_NAMES = (
+    "scheduler",
+    "dra-allocator",
+    "mig-manager",
+    "device-plugin",
+    "pod-lifecycle",
+    "disruption",
+    "churn",
+)
 # Churn changes the cluster on its own, so it runs only when asked for.
 DEFAULT_ENABLED = frozenset(CONTROLLER_NAMES) - {"churn"}
 
@@ -129,6 +138,8 @@ def start_controllers(
         controllers.append(Scheduler(ctx, dra_enabled="dra-allocator" in names))
     if "pod-lifecycle" in names:
         controllers.append(PodLifecycle(ctx))
+    if "disruption" in names:
+        controllers.append(DisruptionController(ctx))
     if "churn" in names:
         controllers.append(Churn(ctx, rate=churn_rate))
     controller_set = ControllerSet(cache, controllers, tick=tick)

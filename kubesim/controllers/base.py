@@ -56,7 +56,12 @@ class Context:
             else:
                 log.info("%s %s/%s: patch refused: %s", resource, namespace, name, exc.message)
             return None
-        if obj["metadata"].get("deletionTimestamp") and not obj["metadata"].get("finalizers"):
+        meta = obj["metadata"]
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not meta.get("deletionGracePeriodSeconds")
+        ):
             self.cache.put(resource, None, (namespace or "", name))  # the write released the last finalizer
             return None
         self.cache.put(resource, obj)

@@ -21,6 +21,7 @@ WATCHED = (
     "deviceclasses",
     "resourceclaimtemplates",
     "configmaps",
+    "poddisruptionbudgets",
 )
 TERMINAL = ("Succeeded", "Failed")
 

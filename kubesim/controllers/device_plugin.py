@@ -51,6 +51,9 @@ class DevicePlugin:
                     )
                     writes += 1
                 continue
+            for line in sharing.ignored:
+                self.ctx.event(node, "Warning", "DevicePluginConfigIgnored", line, COMPONENT)
+                writes += 1
             layout = current_layout(self.ctx.cache, node, *hw)
             updated = rewrite_node(
                 self.ctx,

@@ -1,10 +1,19 @@
 """NVIDIA's mig-manager: applies the geometry named by `nvidia.com/mig.config` and reports progress.
 
-State label `nvidia.com/mig.config.state`: pending as soon as a new config is seen; failed for an
-unknown config or one the node's GPUs cannot hold (mig-parted validates placements); success once
-applied. Repartitioning resets the GPUs, which fails while GPU workloads run ("In use by another
-client"), so the manager keeps the node pending with a Warning event until it is idle, then applies:
-GFD labels, extended resources and, on DRA nodes, the driver's ResourceSlices (a new pool generation).
+As mig-parted's deployments/gpu-operator reconfigure does it, once per change of the label (the
+manager's informer reacts to label changes only):
+- a config name the mig-parted file does not hold, or one the node's GPUs cannot place
+  (`nvidia-mig-parted assert --valid-config`): `nvidia.com/mig.config.state=failed`;
+- the config already applied: `success` at once, nothing touched (`assert` passes);
+- otherwise `pending`, the operator's GPU clients are paused, and `nvidia-mig-parted apply` runs. It
+  fails while user GPU workloads still hold the GPUs (a MIG mode change needs a GPU reset, and GPU
+  instances in use cannot be destroyed: "In use by another client"), so a node with running GPU pods
+  or allocated claims ends `failed`, with a Warning event naming them, and is not retried until the
+  label changes again (drain, then set the label: to another config and back if it must be the same);
+- applied: GFD labels, extended resources and, on DRA nodes, the driver's ResourceSlices (a new pool
+  generation), then `success`.
+The mig-parted file is ConfigMap `gpu-operator/default-mig-parted-config`, key `config.yaml`: the one
+the GPU Operator mounts when ClusterPolicy `spec.migManager.config.name` is left empty.
 """
 
 from __future__ import annotations
@@ -51,7 +60,6 @@ class MigManager:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self._warned: set[tuple[str, str]] = set()
 
     def reconcile(self) -> int:
         writes = 0
@@ -67,7 +75,7 @@ class MigManager:
             if desired == annotations.get(MIG_APPLIED) and state == "success":
                 continue
             if state == "failed" and annotations.get(MIG_FAILED) == desired:
-                continue
+                continue  # tried once for this label value; the next label change tries again
             if configs is None:
                 configs = mig_configs(self.ctx.cache)
             entries = configs.get(desired)
@@ -75,6 +83,12 @@ class MigManager:
             name = node["metadata"]["name"]
             if layout is None:
                 writes += self._fail(node, desired, entries is None)
+            elif desired == annotations.get(MIG_APPLIED):
+                done = {MIG_CONFIG_STATE: "success"}
+                if self.ctx.patch(
+                    "nodes", None, name, {"metadata": {"labels": done, "annotations": {MIG_FAILED: None}}}
+                ):
+                    writes += 1
             elif state != "pending":
                 if self.ctx.patch(
                     "nodes", None, name, {"metadata": {"labels": {MIG_CONFIG_STATE: "pending"}}}
@@ -84,17 +98,20 @@ class MigManager:
                 writes += self._apply_when_idle(node, desired, layout)
         return writes
 
-    def _fail(self, node: dict[str, Any], desired: str, unknown: bool) -> int:
+    def _fail(self, node: dict[str, Any], desired: str, unknown: bool, busy: str | None = None) -> int:
         name = node["metadata"]["name"]
         patch = {"metadata": {"labels": {MIG_CONFIG_STATE: "failed"}, "annotations": {MIG_FAILED: desired}}}
         updated = self.ctx.patch("nodes", None, name, patch)
         if updated is None:
             return 0
-        reason = (
-            f'config "{desired}" not found'
-            if unknown
-            else f'config "{desired}" does not fit the GPUs of this node'
-        )
+        if busy:
+            reason = (
+                f"GPUs in use by {busy} (In use by another client); drain the node, then set the label again"
+            )
+        elif unknown:
+            reason = f'config "{desired}" not found'
+        else:
+            reason = f'config "{desired}" does not fit the GPUs of this node'
         self.ctx.event(
             updated, "Warning", "MigConfigFailed", f"Failed to apply MIG configuration: {reason}", COMPONENT
         )
@@ -104,18 +121,8 @@ class MigManager:
         name = node["metadata"]["name"]
         busy = gpu_workloads_on(self.ctx, name)
         if busy:
-            if (name, desired) not in self._warned:
-                self._warned.add((name, desired))
-                shown = ", ".join(busy[:5]) + (f" and {len(busy) - 5} more" if len(busy) > 5 else "")
-                self.ctx.event(
-                    node,
-                    "Warning",
-                    "MigConfigBlocked",
-                    f'MIG configuration "{desired}" waits: GPUs in use by {shown}; drain the node to apply',
-                    COMPONENT,
-                )
-                return 1
-            return 0
+            shown = ", ".join(busy[:5]) + (f" and {len(busy) - 5} more" if len(busy) > 5 else "")
+            return self._fail(node, desired, False, busy=shown)
         updated = rewrite_node(
             self.ctx,
             node,
@@ -127,7 +134,6 @@ class MigManager:
             return 0
         if not managed_by_device_plugin(node):
             self._republish_slices(node, layout)
-        self._warned.discard((name, desired))
         self.ctx.event(
             updated, "Normal", "MigConfigApplied", f'Applied MIG configuration "{desired}"', COMPONENT
         )

@@ -18,9 +18,10 @@ from typing import Any
 from kubesim.controllers.base import Context
 from kubesim.controllers.cache import TERMINAL
 from kubesim.controllers.scheduler import claim_names
+from kubesim.errors import ApiError
 from kubesim.scenarios import hami
 from kubesim.scenarios.dra import DELETE_PROTECTION
-from kubesim.scenarios.pod_objects import RUN_SECONDS
+from kubesim.scenarios.pod_objects import RUN_SECONDS, TERMINATION_SECONDS
 
 COMPONENT = "kubelet"
 
@@ -44,6 +45,7 @@ class PodLifecycle:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self._running_since: dict[tuple[str, str, str], float] = {}
+        self._terminating_since: dict[tuple[str, str, str], float] = {}
 
     def reconcile(self) -> int:
         writes = 0
@@ -60,6 +62,8 @@ class PodLifecycle:
             if meta.get("finalizers"):
                 ctx.patch("pods", namespace, name, {"metadata": {"finalizers": None}})
                 return 1
+            if meta.get("deletionGracePeriodSeconds"):
+                return self._terminate(pod)
             return 0
         if not spec.get("nodeName"):
             return 0
@@ -74,6 +78,27 @@ class PodLifecycle:
             if ctx.clock() - since >= float(seconds):
                 return self._finish(pod, "Succeeded")
         return 0
+
+    def _terminate(self, pod: dict[str, Any]) -> int:
+        """A graceful deletion: the containers got SIGTERM; once they stopped (TERMINATION_SECONDS after
+        the request, at most the grace period), the kubelet deletes the pod for good (grace 0)."""
+        meta = pod["metadata"]
+        grace = int(meta["deletionGracePeriodSeconds"])
+        stop_after = min(float((meta.get("annotations") or {}).get(TERMINATION_SECONDS) or 0), grace)
+        # Timed by the controllers' clock from when this kubelet saw the deletion (tests move that clock).
+        seen = self._terminating_since.setdefault(
+            (meta["namespace"], meta["name"], meta.get("uid", "")), self.ctx.clock()
+        )
+        if self.ctx.clock() < seen + stop_after:
+            return 0
+        self._terminating_since.pop((meta["namespace"], meta["name"], meta.get("uid", "")), None)
+        try:
+            self.ctx.store.delete_entry("pods", meta["namespace"], meta["name"], grace_period=0)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        self.ctx.cache.put("pods", None, (meta["namespace"], meta["name"]))
+        return 1
 
     def _start(self, pod: dict[str, Any]) -> int:
         ctx = self.ctx

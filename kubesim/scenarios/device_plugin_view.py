@@ -1,7 +1,7 @@
 """What the NVIDIA device plugin and GFD publish for a node: extended resources and GPU labels.
 
 One function, `render_gpu_state`, turns hardware facts (model, GPU count, MIG layout) plus the device
-plugin config (MIG strategy, time-slicing/MPS replicas, renames) into the labels and resources a real
+plugin config (MIG strategy, time-slicing/MPS replicas, renameByDefault) into the labels and resources a real
 node shows. Scenarios use it to build nodes and the mig-manager/device-plugin controllers use it to
 rewrite them, so both always agree.
 
@@ -34,17 +34,15 @@ class SharingConfig:
 
     strategy: str = "none"  # none | time-slicing | mps
     replicas: tuple[tuple[str, int], ...] = ()  # resource name -> replicas
-    renames: tuple[tuple[str, str], ...] = ()  # resource name -> advertised name
     rename_by_default: bool = False
     mig_strategy: str | None = None  # flags.migStrategy; None keeps the node's label
+    # What the plugin logs it ignores (DisableResourceNamingInConfig), one line per ignored feature.
+    ignored: tuple[str, ...] = ()
 
     def replicas_for(self, resource: str) -> int:
         return dict(self.replicas).get(resource, 1)
 
     def advertised_name(self, resource: str) -> str:
-        renamed = dict(self.renames).get(resource)
-        if renamed:
-            return renamed
         if self.rename_by_default and self.replicas_for(resource) > 1:
             return f"{resource}.shared"
         return resource
@@ -55,6 +53,13 @@ def parse_device_plugin_config(text: str) -> SharingConfig | None:
 
     Mirrors the plugin's rules in replicas.go: `resources` must be non-empty, each resource needs a
     name and replicas >= 2. Unknown keys (like `memoryGB`) are ignored, as the plugin does.
+
+    Resource naming is switched off in every released plugin (api/config/v1/config.go
+    DisableResourceNamingInConfig, called unconditionally at start): the top-level `resources`
+    (gpus/mig patterns -> names) is dropped, a sharing resource's `rename` is reset (to nothing, or to
+    `<name>.shared` under renameByDefault) and `devices` to all. The advertised names are therefore only
+    `nvidia.com/gpu`, `nvidia.com/gpu.shared` and `nvidia.com/mig-<profile>`; `ignored` carries the
+    warnings the plugin logs.
     """
     try:
         doc = yaml.safe_load(text)
@@ -64,6 +69,10 @@ def parse_device_plugin_config(text: str) -> SharingConfig | None:
         return None
     flags = doc.get("flags") or {}
     mig_strategy = flags.get("migStrategy") if isinstance(flags, dict) else None
+    ignored: list[str] = []
+    named = doc.get("resources")
+    if isinstance(named, dict) and (named.get("gpus") or named.get("mig")):
+        ignored.append("Customizing the 'resources' field is not yet supported in the config. Ignoring...")
     sharing = doc.get("sharing") or {}
     if not isinstance(sharing, dict):
         return None
@@ -75,23 +84,35 @@ def parse_device_plugin_config(text: str) -> SharingConfig | None:
         if not resources or not isinstance(resources, list):
             return None
         replicas: list[tuple[str, int]] = []
-        renames: list[tuple[str, str]] = []
+        by_default = bool(section.get("renameByDefault", False))
+        renamed = devices = False
         for resource in resources:
             name = resource.get("name") if isinstance(resource, dict) else None
             count = resource.get("replicas") if isinstance(resource, dict) else None
             if not isinstance(name, str) or not isinstance(count, int) or count < 2:
                 return None
             replicas.append((name, count))
-            if resource.get("rename"):
-                renames.append((name, str(resource["rename"])))
+            rename = resource.get("rename")
+            renamed = renamed or bool(rename and rename != (f"{name}.shared" if by_default else ""))
+            devices = devices or resource.get("devices") not in (None, "all")
+        if renamed:
+            ignored.append(
+                f"Setting the 'rename' field in sharing.{key}.resources is not yet supported in the config. "
+                "Ignoring..."
+            )
+        if devices:
+            ignored.append(
+                f"Customizing the 'devices' field in sharing.{key}.resources is not yet supported in the "
+                "config. Ignoring..."
+            )
         return SharingConfig(
             strategy=strategy,
             replicas=tuple(replicas),
-            renames=tuple(renames),
-            rename_by_default=bool(section.get("renameByDefault", False)),
+            rename_by_default=by_default,
             mig_strategy=mig_strategy,
+            ignored=tuple(ignored),
         )
-    return SharingConfig(mig_strategy=mig_strategy)
+    return SharingConfig(mig_strategy=mig_strategy, ignored=tuple(ignored))
 
 
 # Config keys as published in realworld/device-plugin-configs.yaml, ready to use without parsing.

@@ -13,6 +13,8 @@ from typing import Any
 from kubesim.scenarios.ids import Timestamps
 
 RUN_SECONDS = "kubesim.gpuplatform.io/run-seconds"
+# How long the pod's containers take to stop after SIGTERM (default 0: at once), capped by the grace period.
+TERMINATION_SECONDS = "kubesim.gpuplatform.io/termination-seconds"
 JOB_TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 
 IMAGES = {

@@ -176,8 +176,7 @@ def test_label_and_cordon_patch_a_node(kubesim, kubectl):
 
 def test_drain_dry_run_cordons_nothing_for_real(kubesim, kubectl):
     """Draining a node whose pods the selector leaves out: kubectl cordons with dryRun=All and lists
-    the node's pods (fieldSelector spec.nodeName). Evicting pods needs pods/eviction, which the
-    policies issue builds with PodDisruptionBudgets."""
+    the node's pods (fieldSelector spec.nodeName)."""
     kubectl("apply", "-f", "-", stdin=NODE)
     kubesim.store.create(
         "pods",
@@ -226,3 +225,123 @@ def test_get_watch_prints_objects_as_they_come(kubesim, kubectl):
         watcher.wait(timeout=10)
 
     assert line.strip() == "configmap/watched"
+
+
+def _running_pod(kubesim, name: str, node: str) -> None:
+    kubesim.store.create(
+        "pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "train"}},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "nginx:1.27"}]},
+        },
+    )
+    kubesim.store.patch_merge(
+        "pods",
+        "default",
+        name,
+        {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+        subresource="status",
+    )
+
+
+PDB = """
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: train, namespace: default}
+spec:
+  minAvailable: %d
+  selector: {matchLabels: {app: train}}
+"""
+
+
+def _drain_setup(kubesim, kubectl, min_available: int):
+    from kubesim.controllers import start_controllers
+
+    kubectl("apply", "-f", "-", stdin=NODE)
+    for name, node in (("a", "gpu-1"), ("b", "gpu-1"), ("c", "gpu-2")):
+        _running_pod(kubesim, name, node)
+    controllers = start_controllers(kubesim.store, enabled={"disruption"})
+    kubectl("apply", "-f", "-", stdin=PDB % min_available)
+    kubectl("wait", "pdb/train", "--for=jsonpath={.status.observedGeneration}=1", "--timeout=20s")
+    return controllers
+
+
+def test_drain_evicts_the_nodes_pods_through_the_eviction_api(kubesim, kubectl):
+    controllers = _drain_setup(kubesim, kubectl, 1)  # 3 healthy, 1 needed: 2 disruptions allowed
+    try:
+        done = kubectl("drain", "gpu-1", "--force", "--ignore-daemonsets", "--timeout=30s")
+    finally:
+        controllers.stop()
+
+    assert "node/gpu-1 cordoned" in done.stdout and "node/gpu-1 drained" in done.stdout
+    assert "pod/a evicted" in done.stdout and "pod/b evicted" in done.stdout
+    assert [p["metadata"]["name"] for p in kubesim.store.list("pods", "default")] == ["c"]
+    assert kubesim.store.get("nodes", None, "gpu-1")["spec"]["unschedulable"] is True
+
+
+def test_drain_stops_at_the_disruption_budget(kubesim, kubectl):
+    controllers = _drain_setup(kubesim, kubectl, 2)  # 3 healthy, 2 needed: 1 disruption allowed
+    try:
+        done = kubectl("drain", "gpu-1", "--force", "--ignore-daemonsets", "--timeout=7s", ok=False)
+    finally:
+        controllers.stop()
+
+    left = [p["metadata"]["name"] for p in kubesim.store.list("pods", "default")]
+    assert done.returncode != 0
+    assert "(will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget." in (
+        done.stderr
+    )
+    assert len(left) == 2 and "c" in left  # one of a, b was evicted; the other is held by the budget
+
+
+ADMISSION = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: max-gpus}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}
+  validations:
+  - expression: >-
+      object.spec.containers.all(c, !has(c.resources.limits) ||
+      !('nvidia.com/gpu' in c.resources.limits) || int(c.resources.limits['nvidia.com/gpu']) <= 2)
+    message: at most 2 GPUs per container
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: max-gpus}
+spec:
+  policyName: max-gpus
+  validationActions: [Deny]
+"""
+
+GPU_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: default}
+spec:
+  containers:
+  - name: main
+    image: cuda:12
+    resources:
+      limits: {nvidia.com/gpu: "%d"}
+"""
+
+
+def test_apply_of_a_pod_breaking_a_validating_admission_policy_is_refused(kubesim, kubectl):
+    kubectl("apply", "-f", "-", stdin=ADMISSION)
+
+    kubectl("apply", "-f", "-", stdin=GPU_POD % ("small", 2))
+    refused = kubectl("apply", "-f", "-", stdin=GPU_POD % ("big", 4), ok=False)
+
+    # kubectl prints a 422 as "is invalid: <field>: <message>"; the cause has no field, as on a cluster.
+    assert refused.returncode != 0
+    assert refused.stderr.strip() == (
+        "The pods \"big\" is invalid: : ValidatingAdmissionPolicy 'max-gpus' with binding 'max-gpus' "
+        "denied request: at most 2 GPUs per container"
+    )
+    assert [p["metadata"]["name"] for p in kubesim.store.list("pods", "default")] == ["small"]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+from kubesim.errors import ApiError
+from kubesim.eviction import evict_pod
 from tests.kubesim_scenarios.controller_helpers import cluster, gpu_pod
 
 MIG_CONFIG = "nvidia.com/mig.config"
@@ -9,7 +13,8 @@ STATE = "nvidia.com/mig.config.state"
 DP_CONFIG = "nvidia.com/device-plugin.config"
 
 
-def test_mig_reconfiguration_waits_while_gpu_pods_run_and_applies_when_idle() -> None:
+def test_mig_reconfiguration_fails_while_gpu_pods_run_and_applies_on_the_next_label_change() -> None:
+    """mig-parted cannot repartition GPUs in use; the manager tries once per label change."""
     # given an H100 all-balanced node with one MIG pod running
     c = cluster("mig-mixed", 1, enabled={"scheduler", "mig-manager", "pod-lifecycle"})
     node = c.nodes_of_pool("h100-mig-balanced")[0]
@@ -21,15 +26,24 @@ def test_mig_reconfiguration_waits_while_gpu_pods_run_and_applies_when_idle() ->
     c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {MIG_CONFIG: "all-1g.10gb"}}})
     c.settle()
 
-    # then the node stays pending, unchanged, with a warning naming the pod
+    # then the node fails, unchanged, with a warning naming the pod
     current = c.node(node)
-    assert current["metadata"]["labels"][STATE] == "pending"
+    assert current["metadata"]["labels"][STATE] == "failed"
     assert current["status"]["allocatable"]["nvidia.com/mig-3g.40gb"] == "8"
-    [blocked] = c.events("MigConfigBlocked")
-    assert "team-vision/busy" in blocked["message"]
+    [failed] = c.events("MigConfigFailed")
+    assert "team-vision/busy" in failed["message"] and "In use by another client" in failed["message"]
 
-    # when the node drains
+    # when the node drains, nothing is retried by itself
     c.store.delete("pods", "team-vision", "busy")
+    c.settle()
+    assert c.node(node)["metadata"]["labels"][STATE] == "failed"
+
+    # when the label goes back to the applied config (success at once, nothing touched) and on again
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {MIG_CONFIG: "all-balanced"}}})
+    c.settle()
+    assert c.node(node)["metadata"]["labels"][STATE] == "success"
+    assert c.node(node)["status"]["allocatable"]["nvidia.com/mig-3g.40gb"] == "8"
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {MIG_CONFIG: "all-1g.10gb"}}})
     c.settle()
 
     # then the geometry is applied and capacity rewritten
@@ -165,3 +179,72 @@ def test_a_config_map_edit_is_what_the_device_plugin_applies() -> None:
     c.settle()
 
     assert c.node(node)["status"]["allocatable"]["nvidia.com/gpu"] == "24"
+
+
+def test_resource_naming_in_the_config_is_ignored_as_the_released_plugin_does() -> None:
+    """k8s-device-plugin's DisableResourceNamingInConfig drops `resources` patterns and resets
+    `rename`; the plugin logs that it ignores them, and the node advertises nvidia.com/gpu."""
+    c = cluster("exclusive", 2, enabled={"device-plugin"})
+    node = c.nodes_of_pool("l40s-exclusive")[0]
+    c.store.patch_merge(
+        "configmaps",
+        "gpu-operator",
+        "device-plugin-config",
+        {
+            "data": {
+                "pool-a": "version: v1\nresources:\n  gpus:\n  - pattern: '*L40S*'\n    name: gpu-pool-a\n"
+                "sharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+                "      rename: gpu-pool-a\n      replicas: 2\n"
+            }
+        },
+    )
+
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {DP_CONFIG: "pool-a"}}})
+    c.settle()
+
+    allocatable = c.node(node)["status"]["allocatable"]
+    assert allocatable["nvidia.com/gpu"] == "16"  # 8 GPUs x 2 replicas, under the default name
+    assert not any("pool-a" in name for name in allocatable)
+    assert sorted(e["message"] for e in c.events("DevicePluginConfigIgnored")) == [
+        "Customizing the 'resources' field is not yet supported in the config. Ignoring...",
+        "Setting the 'rename' field in sharing.timeSlicing.resources is not yet supported in the config. "
+        "Ignoring...",
+    ]
+
+
+def test_a_planned_mig_change_cordons_evicts_within_the_budget_then_applies() -> None:
+    """The platform's planned operation on kubesim: cordon, evict through the Eviction API (the budget
+    holds the second pod until relaxed), then the MIG label applies on the idle node."""
+    c = cluster("mig-mixed", 1, enabled={"scheduler", "mig-manager", "pod-lifecycle", "disruption"})
+    node = c.nodes_of_pool("h100-mig-balanced")[0]
+    for name in ("train-1", "train-2"):
+        pod = gpu_pod(name, {"nvidia.com/mig-1g.10gb": "1"})
+        pod["metadata"]["labels"] = {"app": "train"}
+        c.store.create("pods", pod)
+    c.store.create(
+        "poddisruptionbudgets",
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "train", "namespace": "team-vision"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "train"}}},
+        },
+    )
+    c.settle()
+    assert c.store.get("poddisruptionbudgets", "team-vision", "train")["status"]["disruptionsAllowed"] == 1
+
+    c.store.patch_merge("nodes", None, node, {"spec": {"unschedulable": True}})
+    evict_pod(c.store, "team-vision", "train-1")
+    with pytest.raises(ApiError) as held:
+        evict_pod(c.store, "team-vision", "train-2")
+    c.store.patch_merge("poddisruptionbudgets", "team-vision", "train", {"spec": {"minAvailable": 0}})
+    c.settle()
+    evict_pod(c.store, "team-vision", "train-2")
+    c.store.patch_merge("nodes", None, node, {"metadata": {"labels": {MIG_CONFIG: "all-1g.10gb"}}})
+    c.settle()
+
+    assert held.value.status == 429 and held.value.causes[0]["reason"] == "DisruptionBudget"
+    current = c.node(node)
+    assert current["metadata"]["labels"][STATE] == "success"
+    assert current["status"]["allocatable"]["nvidia.com/mig-1g.10gb"] == "56"
+    assert not c.events("MigConfigFailed")
