@@ -202,14 +202,17 @@ async def main() -> None:
                     arrivals: dict[int, float] = {}
 
                     async def agent(i: int, applied: int) -> None:
+                        # As the real agent does: poll again after a timeout (204) until handed a bundle.
                         headers = {"Authorization": f"Agent {credentials[i]}"}
-                        async with session.get(
-                            url, params={"applied": applied, "timeout": 60}, headers=headers
-                        ) as r:
-                            if r.status == 200:
-                                body = await r.json()
-                                if body.get("payload"):
-                                    arrivals[i] = time.perf_counter()  # noqa: B023  (awaited in this round)
+                        while True:
+                            async with session.get(
+                                url, params={"applied": applied, "timeout": 60}, headers=headers
+                            ) as r:
+                                if r.status == 200:
+                                    body = await r.json()
+                                    if body.get("payload"):
+                                        arrivals[i] = time.perf_counter()  # noqa: B023  (this round's)
+                                    return
 
                     tasks = []
                     for start in range(0, args.agents, 500):
