@@ -21,7 +21,7 @@ from policies.api.long_poll import PATH as BUNDLE_PATH  # noqa: E402  (after Dja
 from policies.api.long_poll import bundle_asgi  # noqa: E402
 
 
-async def application(scope, receive, send):  # type: ignore[no-untyped-def]
+async def application(scope, receive, send):
     if scope["type"] == "http" and scope["path"] == BUNDLE_PATH:
         await bundle_asgi(scope, receive, send)
     else:

@@ -119,7 +119,8 @@ async def long_poll(*, method: str, authorization: str, query: Mapping[str, str]
         HUB.unregister(waiter)
     revision_id = uuid.UUID(revision)
     # The subscriber read the revision before waking anyone: no thread hop for thousands at once.
-    info = cached_revision_info(revision_id) or await _db(revision_info, revision_id)
+    cached = cached_revision_info(revision_id)
+    info = cached if cached is not None else await _db(revision_info, revision_id)
     if info.number == applied:
         return Answer(204)
     return Answer(200, json.dumps(build_envelope(to=to, revision=info, operation=operation)).encode())

@@ -67,9 +67,9 @@ def authenticate_poll(*, credential: str, applied: int) -> tuple[NodeAgent, Deli
     if agent is None:
         raise AgentUnauthorized("The agent credential is unknown, rotated or revoked.")
     found = None
-    desired = agent.desired_id  # type: ignore[attr-defined]
-    if desired is not None and agent.delivery_state in DELIVERABLE and agent.desired_number != applied:  # type: ignore[attr-defined]
-        found = Delivery(desired, agent.desired_number, agent.desired_operation)  # type: ignore[attr-defined]
+    desired = agent.desired_id
+    if desired is not None and agent.delivery_state in DELIVERABLE and agent.desired_number != applied:
+        found = Delivery(desired, agent.desired_number, agent.desired_operation)
     return agent, found
 
 
