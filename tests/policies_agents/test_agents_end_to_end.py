@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 
 from gpuplatform.audit.models import AuditEvent
 from inventory.models import NodePool, ShareableUnit
@@ -41,7 +42,11 @@ def fleet(cast, kubesim_factory, settings):
     # Empty GPU nodes (the scenario's tenant pods hold GPUs); the blocking pod is added per test.
     for pod in core.list_pod_for_all_namespaces().items:
         if pod.metadata.namespace.startswith(("team-", "sandbox-")):
-            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace)
+            try:
+                core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0)
+            except ApiException as exc:
+                if exc.status != 404:  # the scenario's own controllers may have ended it first
+                    raise
     cluster = create_cluster(actor=cast.pat, name="sim", kubeconfig=sim.kubeconfig_path.read_text())
     sync_cluster(cluster_id=cluster.pk)
     pool = NodePool.objects.get(cluster=cluster, name=H100)
