@@ -32,6 +32,7 @@ from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLine
 from policies import rollout_views
 from policies import views as policy_views
 from policies.api import agents as agent_api
+from policies.api import long_poll
 from policies.api.admission import AdmissionRuleViewSet
 from policies.api.revisions import PolicyRevisionViewSet
 from policies.api.sharing import SharingPolicyViewSet
@@ -92,9 +93,9 @@ api_v1: list[URLPattern | URLResolver] = [
     path("agents/rotate/", agent_api.RotateView.as_view(), name="agent-rotate"),
     path("agents/status/", agent_api.StatusView.as_view(), name="agent-status"),
     path("agents/heartbeat/", agent_api.HeartbeatView.as_view(), name="agent-heartbeat"),
-    path("agents/bundle/", agent_api.bundle_view, name="agent-bundle"),
     # Before the router: "reports/<pk>/" would take "export" for a line's id.
     path("reports/export/", ReportExportView.as_view(), name="report-export"),
+    path("agents/bundle/", long_poll.bundle_view, name="agent-bundle"),
     path("", include(router.urls)),
 ]
 

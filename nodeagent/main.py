@@ -46,6 +46,7 @@ class Agent:
                     FilesApplier(config.files_dir or config.state_dir / "files", config.hooks)
                 )
             else:
+                assert self.kube is not None  # wants_kube holds for this applier
                 self.appliers.append(
                     GpuOperatorApplier(
                         node=config.node, api=self.kube, state_timeout=config.mig_state_timeout_seconds

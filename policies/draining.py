@@ -59,7 +59,8 @@ def _call(fn: Any, *args: Any, api_errors: bool = False, **kwargs: Any) -> Any:
 
 
 def gpu_pods(cluster: Cluster, node_name: str) -> list[PodRef]:
-    """Unfinished pods on the node that hold GPUs (extended resources or DRA claims)."""
+    """Unfinished pods on the node that hold GPUs (extended resources or DRA claims), terminating
+    ones included."""
     with client_for(cluster) as api:
         pods = _call(
             k8s.CoreV1Api(api).list_pod_for_all_namespaces, field_selector=f"spec.nodeName={node_name}"
@@ -68,9 +69,8 @@ def gpu_pods(cluster: Cluster, node_name: str) -> list[PodRef]:
         (
             PodRef(pod.metadata.namespace, pod.metadata.name)
             for pod in pods.items
-            if (pod.status.phase if pod.status else None) not in TERMINAL_PHASES
-            and not pod.metadata.deletion_timestamp
-            and _uses_gpu(pod)
+            # A terminating pod still holds its GPUs until the kubelet has stopped it: it counts.
+            if (pod.status.phase if pod.status else None) not in TERMINAL_PHASES and _uses_gpu(pod)
         ),
         key=str,
     )

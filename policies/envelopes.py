@@ -9,6 +9,7 @@ Revisions are immutable, so what an envelope needs of one is cached per process 
 from __future__ import annotations
 
 import base64
+import functools
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +19,8 @@ from policies import signing
 from policies.models import PolicyRevision
 
 BUNDLE_FORMAT = "gpuplatform.bundle/v1"
+# The key's id hashes its public bytes: once per process, not once per envelope.
+_key_id = functools.cache(signing.key_id)
 
 
 @dataclass(frozen=True)
@@ -85,5 +88,5 @@ def build_envelope(
     return {
         "payload": base64.b64encode(data).decode(),
         "signature": signing.sign(data),
-        "key_id": signing.key_id(),
+        "key_id": _key_id(),
     }

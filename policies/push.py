@@ -7,8 +7,9 @@ thread with its own event loop, so it serves an ASGI server's loop and a threade
 per-request loops alike; it wakes the waiters of the named nodes with call_soon_threadsafe. Without
 Redis (the demo) publishing wakes this process's waiters directly.
 
-A waiter registers BEFORE its request reads the desired revision from the database, so a revision
-published between that read and the wait still wakes it.
+A request notes the hub's message counter, reads its node's desired revision (one query, with its
+authentication), then registers: a message that arrived in between is found in the hub's latest
+message per node, so it is never lost.
 """
 
 from __future__ import annotations
@@ -51,16 +52,25 @@ class Hub:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._waiters: dict[str, set[Waiter]] = defaultdict(set)
+        # The latest message per node and a counter of messages: a request reads the database, THEN
+        # registers; a message between the two is found here (register(since=...)), not lost.
+        self.seq = 0
+        self._recent: dict[str, tuple[int, Delivery]] = {}
         self._thread: threading.Thread | None = None
         self.subscribed = threading.Event()
         # Called (in a worker thread) with the revision ids of a message before its waiters wake:
         # the API reads each revision once here rather than once per woken agent.
         self.prepare: Callable[[set[str]], None] | None = None
 
-    def register(self, node_id: str) -> Waiter:
+    def register(self, node_id: str, *, since: int) -> Waiter:
+        """Wait for ``node_id``; resolved at once when a message for it came after ``since`` (the
+        value of ``seq`` taken before the caller read the database). Call from the waiter's loop."""
         waiter = Waiter(node_id)
         with self._lock:
             self._waiters[node_id].add(waiter)
+            recent = self._recent.get(node_id)
+        if recent is not None and recent[0] > since:
+            _resolve(waiter.future, recent[1])
         return waiter
 
     def unregister(self, waiter: Waiter) -> None:
@@ -79,6 +89,9 @@ class Hub:
         """Wake the waiters of ``nodes`` (node id -> [revision id, operation]); how many woke."""
         woken = 0
         with self._lock:
+            self.seq += 1
+            for node, (revision_id, operation) in nodes.items():
+                self._recent[node] = (self.seq, (str(revision_id), str(operation)))
             targets = [
                 (w, nodes[node]) for node in nodes.keys() & self._waiters.keys() for w in self._waiters[node]
             ]

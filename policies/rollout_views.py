@@ -36,7 +36,7 @@ def rollout_detail(request: HttpRequest, rollout_id: str) -> HttpResponse:
         .select_related("node", "desired_revision")
     )
     counts = dict(nodes.values_list("state").annotate(n=Count("pk")).order_by())
-    events = AuditEvent.objects.filter(object_id=str(rollout.pk)).order_by("created_at")[:50]
+    events = AuditEvent.objects.filter(object_id=str(rollout.pk)).order_by("at")[:50]
     return render(
         request,
         "policies/rollout.html",

@@ -32,6 +32,10 @@ def kube_client(kubeconfig: Path | None) -> k8s.ApiClient:
     return k8s.ApiClient(configuration)
 
 
+def _labels(node: Any) -> dict[str, str]:
+    return dict((node.metadata.labels if node.metadata else None) or {})
+
+
 class GpuOperatorApplier:
     name = "gpu-operator"
 
@@ -67,7 +71,7 @@ class GpuOperatorApplier:
                 )
             if labels:
                 node_labels = dict(labels)
-                current = self.core.read_node(self.node).metadata.labels or {}
+                current = _labels(self.core.read_node(self.node))
                 if MIG_CONFIG in labels and current.get(MIG_CONFIG) != labels[MIG_CONFIG]:
                     # A new geometry is marked pending in the same write: the "success" left from the
                     # previous one must not be mistaken for this one's; mig-manager moves it on.
@@ -98,7 +102,7 @@ class GpuOperatorApplier:
             except Exception:  # a blip while mig-manager works: keep waiting until the deadline
                 time.sleep(self.poll_seconds)
                 continue
-            labels = node.metadata.labels or {}
+            labels = _labels(node)
             state = labels.get(MIG_CONFIG_STATE)
             if labels.get(MIG_CONFIG) == wanted and state == "success":
                 return

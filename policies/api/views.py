@@ -19,10 +19,8 @@ from policies.models import AgentBootstrapToken, NodeAgent, NodePolicyState, Rol
 from policies.services import agents as agent_services
 from policies.services import rollouts as rollout_services
 
-ReadOnly = (mixins.ListModelMixin, mixins.RetrieveModelMixin)
 
-
-class BootstrapTokenViewSet(*ReadOnly, ScopedViewSet):
+class BootstrapTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
     """Bootstrap tokens agents register with: created (shown once) and revoked by platform-admins."""
 
     queryset = AgentBootstrapToken.objects.all()
@@ -56,7 +54,7 @@ class NodeAgentFilter(FilterSet):
         fields = ["cluster", "node"]
 
 
-class NodeAgentViewSet(*ReadOnly, ScopedViewSet):
+class NodeAgentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
     """Registered agents, one live per node; platform-admins revoke them."""
 
     queryset = NodeAgent.objects.select_related("cluster", "node")
@@ -77,7 +75,7 @@ class RolloutFilter(FilterSet):
         fields = ["pool", "state"]
 
 
-class RolloutViewSet(*ReadOnly, ScopedViewSet):
+class RolloutViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
     """Rollouts of a revision over a pool: waves, per-node state, roll back on failure."""
 
     queryset = Rollout.objects.all()

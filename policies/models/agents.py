@@ -8,6 +8,7 @@ up by that hash, and shown once when created.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
@@ -37,7 +38,7 @@ class AgentBootstrapToken(models.Model):
     def __str__(self) -> str:
         return f"bootstrap {self.name}"
 
-    def usable(self, now: timezone.datetime | None = None) -> bool:
+    def usable(self, now: datetime | None = None) -> bool:
         return self.revoked_at is None and self.expires_at > (now or timezone.now())
 
 

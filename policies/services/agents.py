@@ -175,6 +175,7 @@ def authenticate_agent(credential: str) -> NodeAgent:
     agent = (
         NodeAgent.objects.select_related("node", "node__pool", "cluster")
         .filter(credential_hash=hash_secret(credential), revoked_at__isnull=True)
+        .order_by()  # the hash is unique: no ORDER BY (the model's ordering joins the node)
         .first()
     )
     if agent is None:

@@ -15,12 +15,14 @@ from typing import Any
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from gpuplatform.audit.services import record_event
 from gpuplatform.errors import Conflict
 from policies.models import NodeAgent, NodePolicyState, PolicyRevision, RolloutState
 from policies.node_states import DELIVERABLE, Event, NodeState, can, retry_delay, transition
+from policies.services.agents import AgentUnauthorized, hash_secret
 
 ADVANCE_TASK = "policies.advance_rollout"
 
@@ -45,6 +47,30 @@ def pending_delivery(*, node_id: uuid.UUID, applied: int) -> Delivery | None:
     if row["desired_revision__number"] == applied:
         return None
     return Delivery(row["desired_revision_id"], row["desired_revision__number"], row["desired_operation"])
+
+
+def authenticate_poll(*, credential: str, applied: int) -> tuple[NodeAgent, Delivery | None]:
+    """The live agent holding ``credential`` and what to hand it now (as ``pending_delivery``), in
+    ONE query: the long poll's only read. AgentUnauthorized when the credential is not live."""
+    agent = (
+        NodeAgent.objects.select_related("node", "node__pool", "cluster")
+        .annotate(
+            desired_id=F("node__policy_state__desired_revision_id"),
+            desired_number=F("node__policy_state__desired_revision__number"),
+            desired_operation=F("node__policy_state__desired_operation"),
+            delivery_state=F("node__policy_state__state"),
+        )
+        .filter(credential_hash=hash_secret(credential), revoked_at__isnull=True)
+        .order_by()
+        .first()
+    )
+    if agent is None:
+        raise AgentUnauthorized("The agent credential is unknown, rotated or revoked.")
+    found = None
+    desired = agent.desired_id
+    if desired is not None and agent.delivery_state in DELIVERABLE and agent.desired_number != applied:
+        found = Delivery(desired, agent.desired_number, agent.desired_operation)
+    return agent, found
 
 
 def move(row: NodePolicyState, event: Event, *, reason: str = "", **changes: Any) -> None:

@@ -25,9 +25,17 @@ from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from inventory.models import Node, NodePool
 from policies import draining, push, signing
-from policies.models import NodePolicyState, OperationKind, PolicyRevision, Rollout, RolloutState
+from policies.models import (
+    NodePolicyState,
+    OperationKind,
+    PolicyRevision,
+    Rollout,
+    RolloutState,
+    SharingPolicy,
+)
 from policies.node_states import Event, NodeState
 from policies.services.delivery import ADVANCE_TASK, fail_node, move
+from policies.services.revisions import publish_policy
 
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_CONFIG_STATE = "nvidia.com/mig.config.state"
@@ -312,19 +320,27 @@ def _finish_failed(
         record_event(actor=None, action="rollout.failed", obj=rollout, after={"message": rollout.message})
         return
     target = rollout.revision
-    number = (PolicyRevision.objects.filter(pool=rollout.pool).aggregate(n=Max("number"))["n"] or 0) + 1
-    back = PolicyRevision.objects.create(
-        pool=rollout.pool,
-        number=number,
-        previous=target,
-        policy=previous.policy,
-        bundle=previous.bundle,
-        content_hash=previous.content_hash,
-        signature=signing.sign(previous.content_hash.encode()),
-        key_id=signing.key_id(),
-        needs_drain=target.needs_drain or previous.needs_drain,
-        note=f"rollback of r{target.number} to r{previous.number}",
-    )
+    note = f"rollback of r{target.number} to r{previous.number}"
+    if SharingPolicy.objects.filter(pool=rollout.pool).exists():
+        # The one maker of revisions: the next number, r{previous}'s bundle verbatim, audited there.
+        back = publish_policy(pool_id=rollout.pool_id, actor=None, note=note, rollback_of=previous.number)
+    else:
+        # A pool whose revisions were made without a declared policy (imported bundles): the same
+        # revision by hand, numbers still only growing.
+        number = (PolicyRevision.objects.filter(pool=rollout.pool).aggregate(n=Max("number"))["n"] or 0) + 1
+        back = PolicyRevision.objects.create(
+            pool=rollout.pool,
+            number=number,
+            previous=target,
+            policy={**previous.policy, "rollback_of": previous.number},
+            bundle=previous.bundle,
+            content_hash=previous.content_hash,
+            signature=signing.sign(previous.content_hash.encode()),
+            key_id=signing.key_id(),
+            needs_drain=target.needs_drain or previous.needs_drain,
+            note=note,
+        )
+    number = back.number
     record_event(
         actor=None,
         action="policy_revision.rollback_created",

@@ -21,6 +21,7 @@ from tests.inventory import factories as inv
 from tests.isolation.routes import api_routes
 from tests.metering import factories as met
 from tests.policies import factories as pol
+from tests.policies_agents import factories as ag
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -59,6 +60,10 @@ def crowd(cast):
         pol.admission_rule(tenant=team, pool=pool)
         # Metering on every list: the team's usage hour, a rate card, a report line, a period a month.
         seed_metering(team, n)
+        # Agents and rollouts on every list: a bootstrap token, an agent, a rollout with its node.
+        ag.bootstrap_token(f"rack-{n}")
+        ag.agent(f"agent-node-{n}")
+        ag.rollout(f"rollout-pool-{n}")
     return cast
 
 
@@ -118,6 +123,9 @@ PLATFORM_ONLY = {
     "metrics-source",
     "sharing-policy",
     "policy-revision",
+    "agent-bootstrap-token",
+    "agent",
+    "rollout",
 }
 # Streamed files, not pages of JSON: read in chunks by one cursor (tests/metering/test_exports.py).
 NOT_PAGES = {"reports/export"}

@@ -21,6 +21,7 @@ from tests.isolation.checker import check_isolation
 from tests.isolation.routes import api_routes
 from tests.metering import factories as met
 from tests.policies import factories as pol
+from tests.policies_agents import factories as ag
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -65,6 +66,12 @@ FOREIGN_OBJECTS = {
     "sharing-policy": lambda cast: pol.sharing_policy(inv.pool("nlp-only", tenant=cast.nlp)),
     "policy-revision": lambda cast: pol.revision(inv.pool("nlp-only", tenant=cast.nlp)),
     "admission-rule": lambda cast: pol.admission_rule(tenant=cast.nlp, pool=inv.pool()),
+    # Node agents and rollouts are platform objects. The agent protocol's own routes answer a user
+    # 401 (they take an agent credential, which names its node: there is no other node to ask for).
+    "agent-bootstrap-token": lambda cast: ag.bootstrap_token(),
+    "agent": lambda cast: ag.agent(),
+    "rollout": lambda cast: ag.rollout(),
+    **{route: (lambda cast: ag.agent()) for route in ag.AGENT_PROTOCOL_ROUTES},
 }
 # Routes about the caller, checked by their own tests (test_me_shows_only_yourself).
 SELF_ROUTES = {"me"}

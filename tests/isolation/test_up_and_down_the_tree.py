@@ -30,6 +30,7 @@ from tests.isolation.checker import check_isolation
 from tests.isolation.test_isolation import SELF_ROUTES
 from tests.metering import factories as met
 from tests.policies import factories as pol
+from tests.policies_agents import factories as ag
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -98,6 +99,10 @@ def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str,
         "sharing-policy": lambda cast: pol.sharing_policy(inv.pool(f"only-{tenant.slug}", tenant=tenant)),
         "policy-revision": lambda cast: pol.revision(inv.pool(f"only-{tenant.slug}", tenant=tenant)),
         "admission-rule": lambda cast: pol.admission_rule(tenant=tenant, pool=inv.pool()),
+        "agent-bootstrap-token": lambda cast: ag.bootstrap_token(),
+        "agent": lambda cast: ag.agent(),
+        "rollout": lambda cast: ag.rollout(),
+        **{route: (lambda cast: ag.agent()) for route in ag.AGENT_PROTOCOL_ROUTES},
     }
 
 

@@ -176,8 +176,6 @@ def agent_factory(tmp_path: Path, public_key_file: Path) -> Iterator[Callable[..
             "heartbeat_seconds": 2,
             "max_backoff_seconds": 2,
         }
-        if not kubeconfig:
-            config["nvml"] = {"backend": "simulated", "gpus": config["nvml"]["gpus"]}
         path = home / "agent.yaml"
         path.write_text(yaml.safe_dump(config))
         agent = AgentProcess(path, home / "agent.log")

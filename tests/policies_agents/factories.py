@@ -3,11 +3,25 @@ signature, as policies' publish step makes them."""
 
 from __future__ import annotations
 
+import secrets
+from datetime import timedelta
 from typing import Any
+
+from django.utils import timezone
 
 from inventory.models import NodePool
 from policies import signing
-from policies.models import PolicyRevision
+from policies.models import AgentBootstrapToken, NodeAgent, NodePolicyState, PolicyRevision, Rollout
+from tests.inventory import factories as inv
+
+# The agent protocol's routes (docs/agent-protocol.md), as tests/isolation/routes.py names them.
+AGENT_PROTOCOL_ROUTES = (
+    "agents/register",
+    "agents/rotate",
+    "agents/status",
+    "agents/heartbeat",
+    "agents/bundle",
+)
 
 MIG_PARTED = """version: v1
 mig-configs:
@@ -49,3 +63,34 @@ def revision(pool: NodePool, body: dict[str, Any], *, needs_drain: bool = False)
         key_id=signing.key_id(),
         needs_drain=needs_drain,
     )
+
+
+def bootstrap_token(name: str = "rack") -> AgentBootstrapToken:
+    return AgentBootstrapToken.objects.create(
+        cluster=inv.cluster(),
+        name=name,
+        token_hash=secrets.token_hex(32),
+        expires_at=timezone.now() + timedelta(hours=1),
+    )
+
+
+def agent(node_name: str = "agent-node") -> NodeAgent:
+    node = inv.node(node_name)
+    return NodeAgent.objects.create(
+        cluster=node.cluster,
+        node=node,
+        credential_hash=secrets.token_hex(32),
+        rotate_after=timezone.now() + timedelta(days=1),
+    )
+
+
+def rollout(pool_name: str = "rollout-pool") -> Rollout:
+    pool = inv.pool(pool_name)
+    running = Rollout.objects.filter(pool=pool, state="running").first()
+    if running is not None:  # the factories hand out one object per name, as inv's do
+        return running
+    node = inv.node(f"{pool_name}-node", in_pool=pool)
+    r1 = revision(pool, bundle("all-disabled"))
+    made = Rollout.objects.create(pool=pool, revision=r1)
+    NodePolicyState.objects.create(node=node, desired_revision=r1, rollout=made)
+    return made

@@ -251,3 +251,18 @@ def test_waves_respect_max_unavailable(cast, api, fleet):
     assert detail["progress"] == {"pending": 2}
     assert [n["node"] for n in detail["nodes"]] == ["gpu-a", "gpu-w0"]
     assert Node.objects.filter(pool=fleet["pool"]).count() == 4
+
+
+def test_the_rollout_page_shows_progress_per_node_to_platform_roles_only(cast, fleet, client):
+    r1 = revision(fleet["pool"], bundle("all-disabled"))
+    rollout = start_rollout(actor=cast.pat, pool_id=fleet["pool"].pk, revision_id=r1.pk)
+    advance_rollout(rollout_id=rollout.pk)
+    client.force_login(cast.pat)
+    page = client.get(f"/policies/rollouts/{rollout.pk}/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "gpu-a" in text and "pending: 1" in text
+    assert client.get("/policies/rollouts/").content.decode().count(f"/policies/rollouts/{rollout.pk}/") == 1
+    client.force_login(cast.alice)
+    assert client.get(f"/policies/rollouts/{rollout.pk}/").status_code == 404
+    assert str(rollout.pk) not in client.get("/policies/rollouts/").content.decode()

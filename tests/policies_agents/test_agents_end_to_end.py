@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
 
 from gpuplatform.audit.models import AuditEvent
 from inventory.models import NodePool, ShareableUnit
@@ -41,7 +42,11 @@ def fleet(cast, kubesim_factory, settings):
     # Empty GPU nodes (the scenario's tenant pods hold GPUs); the blocking pod is added per test.
     for pod in core.list_pod_for_all_namespaces().items:
         if pod.metadata.namespace.startswith(("team-", "sandbox-")):
-            core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace)
+            try:
+                core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0)
+            except ApiException as exc:
+                if exc.status != 404:  # the scenario's own controllers may have ended it first
+                    raise
     cluster = create_cluster(actor=cast.pat, name="sim", kubeconfig=sim.kubeconfig_path.read_text())
     sync_cluster(cluster_id=cluster.pk)
     pool = NodePool.objects.get(cluster=cluster, name=H100)
@@ -233,3 +238,60 @@ def test_a_node_that_keeps_failing_rolls_the_pool_back_to_the_previous_bundle(
     assert failures.count() == 3
     note = agents[failing].config_path.parent / "etc" / "current" / "note.txt"
     assert note.read_text() == "one"  # what it runs: r3 carries r1's files
+
+
+def test_with_approval_a_busy_node_is_cordoned_drained_through_the_eviction_api_and_uncordoned(
+    cast, fleet, push_server, agent_factory
+):
+    pool, core, sim = fleet["pool"], fleet["core"], fleet["sim"]
+    busy = fleet["nodes"][0]
+    pod = gpu_pod(busy)
+    pod["metadata"]["labels"] = {"app": "training"}
+    core.create_namespaced_pod("team-vision", pod)
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "training", "namespace": "team-vision"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "training"}}},
+    }
+    k8s.PolicyV1Api(sim.api_client()).create_namespaced_pod_disruption_budget("team-vision", budget)
+    agents = start_agents(fleet, push_server, agent_factory)
+    r1 = revision(pool, bundle("all-disabled"))
+    first = start_rollout(actor=cast.pat, pool_id=pool.pk, revision_id=r1.pk, max_unavailable=3)
+    wait_for(
+        lambda: finished(first.pk),
+        seconds=60,
+        step=drive(first.pk),
+        why=lambda: f"{states(pool)}\n{logs(agents, push_server)}",
+    )
+    r2 = revision(pool, mig_mixed("all-balanced"), needs_drain=True)
+    second = start_rollout(
+        actor=cast.pat, pool_id=pool.pk, revision_id=r2.pk, max_unavailable=1, approve_drain=True
+    )
+    # the budget allows no disruption: the node is cordoned, the eviction refused, the node blocked
+    row = wait_for(
+        lambda: NodePolicyState.objects.filter(node__name=busy, state=NodeState.BLOCKED).first(),
+        seconds=60,
+        step=drive(second.pk),
+        why=lambda: f"{states(pool)}",
+    )
+    assert "eviction refused by a PodDisruptionBudget for team-vision/training-0" in row.last_message
+    assert core.read_node(busy).spec.unschedulable is True
+    # the owner lifts the budget: the next passes evict, the pod ends, the node applies and reopens
+    k8s.PolicyV1Api(sim.api_client()).delete_namespaced_pod_disruption_budget("training", "team-vision")
+    wait_for(
+        lambda: finished(second.pk),
+        seconds=120,
+        step=drive(second.pk),
+        why=lambda: f"{states(pool)}\n{logs(agents, push_server)}",
+    )
+    assert Rollout.objects.get(pk=second.pk).state == RolloutState.SUCCEEDED
+    assert not core.read_node(busy).spec.unschedulable
+    assert core.read_node(busy).metadata.labels["nvidia.com/mig.config"] == "all-balanced"
+    actions = set(AuditEvent.objects.filter(after__node=busy).values_list("action", flat=True))
+    assert {
+        "node_policy.cordoned",
+        "node_policy.evicted",
+        "node_policy.verified",
+        "node_policy.uncordoned",
+    } <= actions

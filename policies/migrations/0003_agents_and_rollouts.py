@@ -12,7 +12,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('inventory', '0003_node_cards'),
-        ('policies', '0001_initial'),
+        ('policies', '0002_sharing_policies_and_admission_rules'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
