@@ -212,3 +212,48 @@ def test_the_compose_trial_is_a_valid_compose_file_running_the_images_roles():
     scrape = yaml.safe_load((REPO / "deploy" / "prometheus" / "prometheus.yml").read_text())
     assert scrape["scrape_configs"][0]["static_configs"][0]["targets"] == ["web:8000"]
     assert scrape["scrape_configs"][0]["metrics_path"] == "/metrics"
+
+
+def test_the_build_stage_installs_the_project_from_exactly_the_build_context(tmp_path):
+    # The build stage's `pip install .`, from a copy of what .dockerignore lets into the context.
+    context = tmp_path / "context"
+    for line in (REPO / ".dockerignore").read_text().splitlines():
+        if line.startswith("!") and (REPO / line[1:]).exists():
+            source = REPO / line[1:].rstrip("/")
+            target = context / line[1:].rstrip("/")
+            if source.is_dir():
+                shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(tmp_path),
+            ".",
+        ],
+        cwd=context,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (wheel,) = tmp_path.glob("gpuplatform-*.whl")
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for module in (
+        "gpuplatform/wsgi.py",
+        "tenants/sso/backend.py",
+        "kubesim/request_log.py",
+        "quotas/tasks.py",
+    ):
+        assert module in names, module
+    assert not any(n.startswith(("tests/", "benchmarks/", "deploy/")) for n in names)
