@@ -9,3 +9,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuplatform.settings")
 app = Celery("gpuplatform")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Task durations, failures and the worker's scrape endpoint (signal receivers, connected on import).
+import gpuplatform.task_metrics  # noqa: E402, F401

@@ -1,5 +1,4 @@
-"""/healthz: the process answers. /readyz: its dependencies answer (JSON, one entry per check).
-/metrics: the same checks in the Prometheus text format, for the chart's ServiceMonitor and alerts."""
+"""/healthz: the process answers. /readyz: its dependencies answer (JSON, one entry per check)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from collections.abc import Callable
 import redis
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 
 
@@ -39,7 +38,8 @@ def _check_redis() -> str:
 CHECKS: dict[str, Callable[[], str]] = {"database": _check_database, "redis": _check_redis}
 
 
-def _run_checks() -> dict[str, dict[str, object]]:
+@never_cache
+def readyz(request: HttpRequest) -> JsonResponse:
     results: dict[str, dict[str, object]] = {}
     for name, check in CHECKS.items():
         started = time.perf_counter()
@@ -48,31 +48,7 @@ def _run_checks() -> dict[str, dict[str, object]]:
         except Exception as exc:
             detail, ok = f"{type(exc).__name__}: {exc}", False
         results[name] = {"ok": ok, "detail": detail, "ms": round((time.perf_counter() - started) * 1000, 1)}
-    return results
-
-
-@never_cache
-def readyz(request: HttpRequest) -> JsonResponse:
-    results = _run_checks()
     ready = all(result["ok"] for result in results.values())
     return JsonResponse(
         {"status": "ok" if ready else "unavailable", "checks": results}, status=200 if ready else 503
     )
-
-
-@never_cache
-def metrics(request: HttpRequest) -> HttpResponse:
-    """Only the process's own checks: nothing about tenants, so it needs no login (scraped in-cluster)."""
-    lines = [
-        "# HELP gpuplatform_check_ok Whether a dependency answered this scrape (1) or not (0).",
-        "# TYPE gpuplatform_check_ok gauge",
-    ]
-    seconds = [
-        "# HELP gpuplatform_check_seconds How long the dependency took to answer.",
-        "# TYPE gpuplatform_check_seconds gauge",
-    ]
-    for name, result in _run_checks().items():
-        lines.append(f'gpuplatform_check_ok{{check="{name}"}} {1 if result["ok"] else 0}')
-        seconds.append(f'gpuplatform_check_seconds{{check="{name}"}} {float(str(result["ms"])) / 1000:.4f}')
-    body = "\n".join([*lines, *seconds]) + "\n"
-    return HttpResponse(body, content_type="text/plain; version=0.0.4; charset=utf-8")

@@ -32,3 +32,12 @@ class RequestIdMiddleware:
             _current.reset(token)
         response["X-Request-ID"] = request_id
         return response
+
+
+def bind_request_id(value: str) -> contextvars.Token[str]:
+    """Run what follows under ``value`` (a Celery task's id): its logs and audit events carry it."""
+    return _current.set(value)
+
+
+def unbind_request_id(token: contextvars.Token[str]) -> None:
+    _current.reset(token)

@@ -96,6 +96,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "gpuplatform.request_id.RequestIdMiddleware",
+    "gpuplatform.metrics_http.RequestMetricsMiddleware",
     "gpuplatform.api.address_guard.AddressGuardMiddleware",
     "tenants.middleware.MembershipsReadOnceMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -349,14 +350,33 @@ if SECURE:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    # /healthz and /readyz are probed over plain HTTP by the kubelet, /metrics scraped by Prometheus.
+    # /healthz and /readyz are probed over plain HTTP by the kubelet.
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 
+# /metrics (gpuplatform/metrics.py): open unless a bearer token is set (the chart's ServiceMonitor sends it).
+METRICS_TOKEN = env("METRICS_TOKEN")
+# Logs: "json" (one object a line with the request id; the default in secure mode) or "plain".
+LOG_FORMAT = env("LOG_FORMAT", "json" if SECURE else "plain")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "gpuplatform.logs.RequestIdFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(request_id)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+            "timestamp": False,
+        },
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if LOG_FORMAT == "json" else "plain",
+            "filters": ["request_id"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }

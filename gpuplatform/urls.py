@@ -11,6 +11,7 @@ from gpuplatform.accounts.api import ApiTokenViewSet, MeView
 from gpuplatform.api.urls import ApiRouter
 from gpuplatform.audit import views as audit_views
 from gpuplatform.audit.api import AuditEventViewSet
+from gpuplatform.metrics_http import metrics_view
 from gpuplatform.ui import views as ui_views
 from inventory import views as inventory_views
 from inventory.api.views import (
@@ -67,7 +68,7 @@ api_v1: list[URLPattern | URLResolver] = [
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
-    path("metrics", health.metrics, name="metrics"),
+    path("metrics", metrics_view, name="metrics"),
     path("api/v1/", include((api_v1, "api"), namespace="api")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves its start-up script as a file: no inline script under the CSP.

@@ -10,3 +10,8 @@ class InventoryConfig(AppConfig):
         from tenants.signals import namespace_owner_changed
 
         namespace_owner_changed.connect(on_namespace_owner_changed, dispatch_uid="inventory-reattribute")
+
+        from gpuplatform.metrics import register_collector
+        from inventory.metrics import collect
+
+        register_collector("inventory", collect)

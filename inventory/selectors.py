@@ -6,7 +6,9 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from decimal import Decimal
+from itertools import pairwise
 from typing import Any
 
 from django.db.models import Count, F, Sum
@@ -20,84 +22,229 @@ from inventory.fragmentation.geometry import occupancy_of, placeable_starts
 from inventory.models import Allocation, Gpu, NodePool, ShareableUnit
 
 
-def _layout(model: GpuModel, profiles: list[str]) -> tuple[PlacedInstance, ...]:
-    """First-fit placement of a GPU's instances. Labels give counts, not placements, so this is the
-    layout mig-parted would create for the same profiles, largest first."""
-    placed: list[PlacedInstance] = []
-    known = [p for p in (model.mig_profile(name) for name in profiles) if p is not None]
-    for profile in sorted(known, key=lambda p: -p.memory_slices):
-        name = profile.name
-        occupancy, _ = occupancy_of(model=model, instances=placed)
-        starts = placeable_starts(model=model, occupancy=occupancy, profile=profile)
-        if starts:
-            placed.append(PlacedInstance(profile=name, start=starts[0], in_use=False))
-    return tuple(placed)
+def _lay_out_counted(models: list[GpuModel], counted: list[tuple[str, int]]) -> list[list[PlacedInstance]]:
+    """Where a node's label-counted MIG instances sit. Labels give counts per node, not placements:
+    this is first-fit decreasing over the node's cards (largest profiles first, each on the first card
+    with room), the layout mig-parted makes for the same profiles; a count that fits nowhere is left out."""
+    placed: list[list[PlacedInstance]] = [[] for _ in models]
+    wanted = []
+    for name, count in counted:
+        for model in models:
+            profile = model.mig_profile(name)
+            if profile is not None:
+                wanted.extend([profile] * count)
+                break
+    for profile in sorted(wanted, key=lambda p: (-p.memory_slices, p.name)):
+        for model, instances in zip(models, placed, strict=True):
+            if model.mig_profile(profile.name) is None:
+                continue
+            occupancy, _ = occupancy_of(model=model, instances=instances)
+            starts = placeable_starts(model=model, occupancy=occupancy, profile=profile)
+            if starts:
+                instances.append(PlacedInstance(profile=profile.name, start=starts[0], in_use=False))
+                break
+    return placed
+
+
+def _card_of_parent(cards: list[Gpu], placed: list[PlacedDevice]) -> dict[str, int]:
+    """A DRA device's parent card: by UUID where the inventory knows the card's UUID, else the parents
+    in PCI bus order onto the cards in index order (the driver numbers GPUs by bus id)."""
+    by_uuid = {card.uuid: i for i, card in enumerate(cards) if card.uuid}
+    buses: dict[str, str] = {}
+    for device in placed:
+        buses[device.parent_uuid] = min(buses.get(device.parent_uuid, device.bus_id), device.bus_id)
+    unmatched = sorted((p for p in buses if p not in by_uuid), key=lambda p: (buses[p], p))
+    free = [i for i in range(len(cards)) if i not in by_uuid.values()]
+    return {**by_uuid, **dict(zip(unmatched, free, strict=False))}
 
 
 def pool_geometries(*, pool: NodePool) -> dict[str, list[GpuGeometry]]:
     """Each node's GPUs as geometries for the fragmentation module, busy instances marked."""
-    gpus: dict[str, list[Gpu]] = defaultdict(list)
+    return pools_geometries(pool_ids=[pool.pk]).get(pool.pk, {})
+
+
+def pools_geometries(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, list[GpuGeometry]]]:
+    """Geometries of many pools in four queries, whatever their number (a page of the fragmentation
+    list read them pool by pool, six queries each).
+
+    MIG instances come from two sources: DRA devices carry their card (``parentUUID``) and placement,
+    and are placed where the driver says; label-counted instances (GFD, mixed or single strategy) give
+    counts only and are laid out first-fit. An instance is busy when an open allocation holds that very
+    device (DRA) or, for counted ones, holds the node's resource carrying that profile: under the single
+    strategy that resource is ``nvidia.com/gpu`` itself, so a MIG node's ``nvidia.com/gpu`` holders are
+    busy instances, not busy whole cards.
+    """
+    ids = list(pool_ids)
+    cards: dict[tuple[uuid.UUID, str], list[Gpu]] = defaultdict(list)
     for gpu in (
-        Gpu.objects.filter(node__pool=pool, node__present=True).select_related("node").order_by("index")
+        Gpu.objects.filter(node__pool_id__in=ids, node__present=True)
+        .select_related("node")
+        .order_by("node__name", "index")
     ):
-        gpus[gpu.node.name].append(gpu)
-    mig_units: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    for node, profile, count in ShareableUnit.objects.filter(
-        node__pool=pool, node__present=True, kind="mig_instance"
-    ).values_list("node__name", "mig_profile", "count"):
-        mig_units[node].append((profile, count))
-    busy: dict[tuple[str, str], int] = defaultdict(int)
-    whole_busy: dict[str, int] = defaultdict(int)
-    for node, resource, count in Allocation.objects.filter(pool=pool, ended_at__isnull=True).values_list(
-        "node_name", "resource_name", "count"
+        assert gpu.node.pool_id is not None
+        cards[(gpu.node.pool_id, gpu.node.name)].append(gpu)
+    counted: dict[tuple[uuid.UUID, str], list[tuple[str, int]]] = defaultdict(list)
+    profile_of_resource: dict[tuple[uuid.UUID, str, str], str] = {}
+    placed_devices: dict[tuple[uuid.UUID, str], list[PlacedDevice]] = defaultdict(list)
+    for unit_id, pool_id, node, kind, resource, profile, count, start, size, attributes in (
+        ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True)
+        .exclude(mig_profile="")
+        .values_list(
+            "id",
+            "node__pool_id",
+            "node__name",
+            "kind",
+            "resource_name",
+            "mig_profile",
+            "count",
+            "placement_start",
+            "placement_size",
+            "attributes",
+        )
     ):
-        if resource.startswith("nvidia.com/mig-"):
-            busy[(node, resource.removeprefix("nvidia.com/mig-"))] += count
+        parent = str((attributes or {}).get("parentUUID") or "")
+        if kind == "dra_device" and start is not None and parent:
+            bus_id = str((attributes or {}).get("pcieBusID") or "")
+            placed_devices[(pool_id, node)].append(
+                PlacedDevice(unit_id, parent, bus_id, profile, start, size or 1)
+            )
         else:
-            whole_busy[node] += count
-    geometries: dict[str, list[GpuGeometry]] = {}
-    for node, cards in gpus.items():
-        per_gpu: list[list[str]] = [[] for _ in cards]
-        for profile, count in mig_units.get(node, []):
-            for i in range(count):
-                per_gpu[i % len(cards)].append(profile)
-        node_geometries = []
-        for card, profiles in zip(cards, per_gpu, strict=True):
-            model = resolve_gpu_model(product=card.product, memory_mib=card.memory_mib)
-            instances = []
-            for instance in _layout(model, profiles):
-                key = (node, instance.profile)
+            counted[(pool_id, node)].append((profile, count))
+            profile_of_resource[(pool_id, node, resource)] = profile
+    placed_ids = {device.unit_id for devices in placed_devices.values() for device in devices}
+    # Keyed by pool and node: one page may hold pools of two clusters whose nodes share names.
+    busy: dict[tuple[uuid.UUID, str, str], int] = defaultdict(int)
+    busy_units: set[uuid.UUID] = set()
+    whole_busy: dict[tuple[uuid.UUID, str], int] = defaultdict(int)
+    for pool_id, node, resource, count, unit_id in Allocation.objects.filter(
+        pool_id__in=ids, ended_at__isnull=True
+    ).values_list("pool_id", "node_name", "resource_name", "count", "unit_id"):
+        if unit_id in placed_ids:
+            busy_units.add(unit_id)
+            continue
+        held = profile_of_resource.get((pool_id, node, resource))
+        if held is None and resource.startswith("nvidia.com/mig-"):
+            held = resource.removeprefix("nvidia.com/mig-")
+        if held is not None:
+            busy[(pool_id, node, held)] += count
+        else:
+            whole_busy[(pool_id, node)] += count
+    result: dict[uuid.UUID, dict[str, list[GpuGeometry]]] = {pool: {} for pool in ids}
+    for (pool_id, node), node_cards in cards.items():
+        result[pool_id][node] = _node_geometries(
+            pool_id=pool_id,
+            node=node,
+            cards=node_cards,
+            counted=counted.get((pool_id, node), []),
+            placed=placed_devices.get((pool_id, node), []),
+            busy=busy,
+            busy_units=busy_units,
+            whole_busy=whole_busy,
+        )
+    return result
+
+
+@dataclass(frozen=True)
+class PlacedDevice:
+    """A DRA MIG device as its slice publishes it: on card ``parent_uuid`` at memory slice ``start``."""
+
+    unit_id: uuid.UUID
+    parent_uuid: str
+    bus_id: str
+    profile: str
+    start: int
+    size: int
+
+
+def _device_instances(devices: list[PlacedDevice], busy_units: set[uuid.UUID]) -> list[PlacedInstance]:
+    """The instances a card's DRA devices say exist. Static MIG devices (mig-parted ran before the
+    driver) do not overlap and all exist. Partitionable devices (KEP-4815) publish every placement a
+    card could take, overlapping: only those allocated exist, and the rest of the card is free to carve."""
+    spans = sorted((d.start, d.start + d.size) for d in devices)
+    overlapping = any(end > next_start for (_, end), (next_start, _) in pairwise(spans))
+    kept = [d for d in devices if d.unit_id in busy_units] if overlapping else devices
+    return [
+        PlacedInstance(d.profile, d.start, d.unit_id in busy_units)
+        for d in sorted(kept, key=lambda d: d.start)
+    ]
+
+
+def _node_geometries(
+    *,
+    pool_id: uuid.UUID,
+    node: str,
+    cards: list[Gpu],
+    counted: list[tuple[str, int]],
+    placed: list[PlacedDevice],
+    busy: dict[tuple[uuid.UUID, str, str], int],
+    busy_units: set[uuid.UUID],
+    whole_busy: dict[tuple[uuid.UUID, str], int],
+) -> list[GpuGeometry]:
+    models = [resolve_gpu_model(product=card.product, memory_mib=card.memory_mib) for card in cards]
+    laid_out = _lay_out_counted(models, counted)
+    on_card: list[list[PlacedDevice]] = [[] for _ in cards]
+    card_of_parent = _card_of_parent(cards, placed)
+    for device in placed:
+        index = card_of_parent.get(device.parent_uuid)
+        if index is not None:
+            on_card[index].append(device)
+    device_instances = [_device_instances(devices, busy_units) for devices in on_card]
+    geometries = []
+    for card, model, free_instances, devices in zip(cards, models, laid_out, device_instances, strict=True):
+        instances = list(devices)
+        if not instances:
+            for instance in free_instances:
+                key = (pool_id, node, instance.profile)
                 in_use = busy[key] > 0
                 busy[key] -= int(in_use)
                 instances.append(PlacedInstance(instance.profile, instance.start, in_use))
-            in_use = not profiles and whole_busy[node] > 0
-            whole_busy[node] -= int(in_use)
-            node_geometries.append(
-                GpuGeometry(
-                    gpu_id=str(card.pk),
-                    model=model,
-                    mig_enabled=bool(profiles),
-                    instances=tuple(instances),
-                    in_use=in_use,
-                )
+        mig = bool(instances)
+        in_use = not mig and whole_busy[(pool_id, node)] > 0
+        whole_busy[(pool_id, node)] -= int(in_use)
+        geometries.append(
+            GpuGeometry(
+                gpu_id=str(card.pk), model=model, mig_enabled=mig, instances=tuple(instances), in_use=in_use
             )
-        geometries[node] = node_geometries
+        )
     return geometries
+
+
+def pools_fragmentation(
+    *, pools: list[NodePool], demand: list[str] | None = None
+) -> dict[uuid.UUID, dict[str, Any]]:
+    """`pool_fragmentation` of a page of pools with a constant number of queries."""
+    ids = [pool.pk for pool in pools]
+    geometries = pools_geometries(pool_ids=ids)
+    capacity = pool_model_capacity(pool_ids=ids)
+    return {
+        pool.pk: _fragmentation_report(
+            pool=pool,
+            geometries=geometries.get(pool.pk, {}),
+            capacity=capacity.get(pool.pk, []),
+            demand=demand,
+        )
+        for pool in pools
+    }
 
 
 def pool_fragmentation(*, pool: NodePool, demand: list[str] | None = None) -> dict[str, Any]:
     """Stranded capacity of a pool for the demanded profiles (default: whole GPUs and every profile
     the pool offers), as JSON-ready numbers."""
-    geometries = pool_geometries(pool=pool)
+    return pools_fragmentation(pools=[pool], demand=demand)[pool.pk]
+
+
+def _fragmentation_report(
+    *, pool: NodePool, geometries: dict[str, list[GpuGeometry]], capacity: list[Any], demand: list[str] | None
+) -> dict[str, Any]:
     offered = {i.profile for gpus in geometries.values() for g in gpus for i in g.instances}
     wanted = demand or [WHOLE_GPU, *sorted(offered)]
     report = analyze_pool_fragmentation(pool_name=pool.name, nodes=geometries, demand=wanted)
     # Free GE is the pool's one truth (inventory/capacity.py); the geometry only says how much of it
     # the demanded profiles can use, so usable + stranded = free whatever the layouts sum to.
-    capacity = {row.model_key: row for row in pool_model_capacity(pool_ids=[pool.pk])[pool.pk]}
+    by_capacity = {row.model_key: row for row in capacity}
     by_model = {}
-    for model in sorted(set(capacity) | set(report.by_model)):
-        row = capacity.get(model)
+    for model in sorted(set(by_capacity) | set(report.by_model)):
+        row = by_capacity.get(model)
         free = row.free_ge if row else Decimal(0)
         totals = report.by_model.get(model)
         usable = min(ge_to_decimal(totals.usable_ge), free) if totals else Decimal(0)

@@ -82,7 +82,8 @@ def fragmentation(request: HttpRequest) -> HttpResponse:
     user = current_user(request)
     pools = NodePool.objects.visible_to(user).select_related("cluster").order_by("cluster__name", "name")
     page = Paginator(pools, 20).get_page(request.GET.get("page"))
-    reports = [(pool, selectors.pool_fragmentation(pool=pool)) for pool in page]
+    by_pool = selectors.pools_fragmentation(pools=list(page))
+    reports = [(pool, by_pool[pool.pk]) for pool in page]
     return render(request, "inventory/fragmentation.html", {"page": page, "reports": reports})
 
 

@@ -12,3 +12,8 @@ class QuotasConfig(AppConfig):
         from tenants.signals import tenant_state_changed
 
         tenant_state_changed.connect(on_tenant_state_changed, dispatch_uid="quotas-withdraw-suspended")
+
+        from gpuplatform.metrics import register_collector
+        from quotas.metrics import collect
+
+        register_collector("quotas", collect)

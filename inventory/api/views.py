@@ -172,13 +172,9 @@ class FragmentationViewSet(mixins.ListModelMixin, ScopedViewSet):
         queryset = self.filter_queryset(self.get_queryset()).order_by("cluster__name", "name")
         page = self.paginate_queryset(queryset) or []
         demand = [d for d in request.query_params.get("demand", "").split(",") if d] or None
+        reports = selectors.pools_fragmentation(pools=list(page), demand=demand)
         results = [
-            {
-                "pool": str(pool.pk),
-                "cluster": pool.cluster.name,
-                "name": pool.name,
-                **selectors.pool_fragmentation(pool=pool, demand=demand),
-            }
+            {"pool": str(pool.pk), "cluster": pool.cluster.name, "name": pool.name, **reports[pool.pk]}
             for pool in page
         ]
         return self.get_paginated_response(results)

@@ -18,6 +18,7 @@ from inventory.domain.raw_fields import dig
 from inventory.models import DeviceClass, HolderKind, Node, ResourceClaim, ResourceSlice, ShareableUnit
 from inventory.sync.bulk import insert_rows
 from inventory.sync.context import SyncContext, content_hash, k8s_time
+from inventory.sync.dra_cards import recount_dra_cards
 from inventory.sync.ledger import Holder, WantedRow, close_holders, open_holder_uids, reconcile_holders
 
 CLAIM_FIELDS = [
@@ -72,6 +73,7 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
         for s in ResourceSlice.objects.filter(cluster=ctx.cluster, name__in=[_name(o) for o in batch])
     }
     replaced: list[int] = []
+    replaced_nodes: set[str] = set()
     rows: list[ResourceSlice] = []
     devices: list[tuple[DraDevice, ...]] = []
     for obj in batch:
@@ -88,6 +90,7 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
         if existing is not None:
             pools.add((existing.driver, existing.pool_name))
             replaced.append(existing.pk)
+            replaced_nodes.add(existing.node_name)
         rows.append(
             ResourceSlice(
                 cluster=ctx.cluster,
@@ -125,6 +128,8 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
             for device in slice_devices
         ],
     )
+    if names:
+        recount_dra_cards(ctx, node_names=names | replaced_nodes)
     return changes
 
 
@@ -159,8 +164,11 @@ def _is_mig(attributes: Any) -> bool:
 def delete_slices(ctx: SyncContext, names: set[str]) -> int:
     rows = ResourceSlice.objects.filter(cluster=ctx.cluster, name__in=names)
     pools = set(rows.values_list("driver", "pool_name"))
+    nodes = set(rows.exclude(node_name="").values_list("node_name", flat=True))
     deleted = rows.delete()[0]
     _recount_pools(ctx, pools)
+    if nodes:
+        recount_dra_cards(ctx, node_names=nodes)
     return deleted and len(names)
 
 

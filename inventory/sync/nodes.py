@@ -9,6 +9,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from inventory.domain.cards import CardBasis
 from inventory.domain.gpu_equivalent import ge_to_decimal
 from inventory.domain.issues import ParseIssue, error
 from inventory.domain.node_inventory import NodeGpuInventory, parse_node_object
@@ -16,6 +17,7 @@ from inventory.domain.raw_fields import as_list, as_map, dig
 from inventory.models import Gpu, Node, ShareableUnit
 from inventory.sync.bulk import insert_rows
 from inventory.sync.context import SyncContext, content_hash
+from inventory.sync.dra_cards import DRA_SOURCE, recount_dra_cards
 
 KIND = "nodes"
 NO_POOL = "(no pool label)"
@@ -49,6 +51,8 @@ class _Changed:
     new: bool
     inventory: NodeGpuInventory
     device_plugin: bool
+    # The labels count no cards: DRA's count (inventory/sync/dra_cards.py) stands for them.
+    cards_from_dra: bool = False
 
 
 NODE_FIELDS = [
@@ -110,7 +114,7 @@ def apply_nodes(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
     existing = {
         n.name: n
         for n in Node.objects.filter(cluster=ctx.cluster, name__in=list(incoming)).only(
-            "pk", "name", "content_hash", "present"
+            "pk", "name", "content_hash", "present", "gpu_count", "card_basis", "card_source"
         )
     }
     changed = []
@@ -124,6 +128,7 @@ def apply_nodes(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
         insert_rows(Node, [c.row for c in changed if c.new])
         Node.objects.bulk_update([c.row for c in changed if not c.new], NODE_FIELDS, batch_size=UPDATE_BATCH)
         _store_gpus_and_units(ctx, changed)
+        recount_dra_cards(ctx, node_ids=[c.row.pk for c in changed if c.cards_from_dra])
     return len(changed)
 
 
@@ -170,6 +175,10 @@ def _prepare_node(
         "content_hash": digest,
         "updated_at": timezone.now(),
     }
+    labels_count = bool(inventory.physical_gpu_count) and fields["card_basis"] != str(CardBasis.UNKNOWN)
+    if not labels_count and node is not None and node.card_source == DRA_SOURCE:
+        for kept in ("gpu_count", "card_basis", "card_source"):
+            fields[kept] = getattr(node, kept)
     new = node is None
     if node is None:
         node = Node(cluster=ctx.cluster, name=name, **fields)
@@ -180,7 +189,9 @@ def _prepare_node(
     # and the units its labels describe must not be counted twice. (HAMi nodes turn the NVIDIA device
     # plugin off too, yet advertise nvidia.com/gpu, so the label alone cannot tell.)
     advertised = bool(inventory.allocatable or inventory.capacity)
-    return _Changed(row=node, new=new, inventory=inventory, device_plugin=advertised)
+    return _Changed(
+        row=node, new=new, inventory=inventory, device_plugin=advertised, cards_from_dra=not labels_count
+    )
 
 
 def _store_gpus_and_units(ctx: SyncContext, changed: list[_Changed]) -> None:
@@ -211,6 +222,8 @@ def _store_gpus_and_units(ctx: SyncContext, changed: list[_Changed]) -> None:
         count = inv.physical_gpu_count or 0
         gpu_ids = {}
         have = gpus.get(node_id, {})
+        if change.cards_from_dra:
+            have, count = {}, 0  # the slice sync owns these cards' rows
         for index in range(count):
             found = have.get(index)
             if found is None:

@@ -98,9 +98,7 @@ def queries_for(client, url: str) -> tuple[int, int]:
 # Platform objects a tenant-admin never lists (tests/isolation): for rita these must be empty.
 PLATFORM_ONLY = {"cluster", "node", "gpu", "audit-event", "billing-period"}
 # Known per-row costs, each with its reason; the test fails once one is fixed, to drop it from here.
-KNOWN_PER_ROW = {
-    "fragmentation": "selectors.pool_fragmentation is computed pool by pool (about 6 queries a pool)",
-}
+KNOWN_PER_ROW: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("viewer", ["pat", "rita"])

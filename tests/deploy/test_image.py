@@ -118,7 +118,8 @@ def test_the_web_role_serves_with_the_charts_environment():
     objects = render()
     web = named(objects, "Deployment", "gpuplatform-web")
     container = web["spec"]["template"]["spec"]["containers"][0]
-    env = container_env(objects, container, made_secrets(database_url(), os.environ["REDIS_URL"]))
+    secret_values = made_secrets(database_url(), os.environ["REDIS_URL"])
+    env = container_env(objects, container, secret_values)
     port = _free_port()
     process = subprocess.Popen(
         ["sh", str(ENTRYPOINT), *container["args"]],
@@ -137,8 +138,9 @@ def test_the_web_role_serves_with_the_charts_environment():
         assert page.headers["X-Frame-Options"] == "DENY"
         plain = _get(port, "/login/", host="gpu.example.com")
         assert plain.status == 301 and plain.headers["Location"] == "https://gpu.example.com/login/"
-        metrics = _get(port, "/metrics", host="10.42.0.17:8000").read().decode()
-        assert 'gpuplatform_check_ok{check="database"} 1' in metrics
+        assert _get(port, "/metrics", host="10.42.0.17:8000").status == 401  # names every cluster
+        scrape = _get(port, "/metrics", host="10.42.0.17:8000", token=secret_values["metrics-token"])
+        assert "gpuplatform_http_request_duration_seconds" in scrape.read().decode()
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -177,8 +179,12 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def _get(port: int, path: str, *, host: str, forwarded_https: bool = False, within: float = 5):
+def _get(
+    port: int, path: str, *, host: str, forwarded_https: bool = False, within: float = 5, token: str = ""
+):
     headers = {"Host": host, **({"X-Forwarded-Proto": "https"} if forwarded_https else {})}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     opener = urllib.request.build_opener(_NoRedirect)
     deadline = time.monotonic() + within
     while True:

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from django.db.models import Sum
-
 from inventory.models import Allocation, Cluster, Gpu, ResourceClaim, ShareableUnit
 
 
@@ -81,12 +79,3 @@ def truth_allocations(truth: Any) -> Counter[tuple[str, str, str, str, int]]:
             continue
         counted[(a.holder_kind, a.namespace, a.name, a.resource, a.count)] += 1
     return counted
-
-
-def ge_by_tenant(cluster: Cluster) -> dict[str | None, Any]:
-    rows = (
-        Allocation.objects.filter(cluster=cluster, ended_at__isnull=True)
-        .values("tenant__slug")
-        .annotate(ge=Sum("ge"))
-    )
-    return {row["tenant__slug"]: row["ge"] for row in rows}

@@ -97,11 +97,11 @@ class Celery:
     tmp: Path
     started: list[CeleryProcess] = field(default_factory=list)
 
-    def worker(self) -> CeleryProcess:
+    def worker(self, **env: str) -> CeleryProcess:
         name = f"w{len(self.started)}-{self.queue}"
         argv = [CELERY, "-A", "gpuplatform", "worker", "-Q", self.queue, "--pool", "solo"]
         argv += ["--hostname", f"{name}@%h", "--without-gossip", "--without-mingle", "--loglevel", "INFO"]
-        proc = CeleryProcess(argv, self.env, self.tmp / f"{name}.log", ready_line=" ready.")
+        proc = CeleryProcess(argv, {**self.env, **env}, self.tmp / f"{name}.log", ready_line=" ready.")
         self.started.append(proc)
         return proc.start()
 

@@ -14,6 +14,7 @@ import kubernetes
 import pytest
 import requests
 from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
 
 from gpuplatform.accounts.tokens import issue_api_token
 from inventory.models import NodePool
@@ -29,6 +30,7 @@ from quotas.models import (
     RequestState,
     RequestTransition,
 )
+from tests.prometheus_server import free_port
 from tests.worker.conftest import VISIBILITY_TIMEOUT_S, eventually
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -132,3 +134,28 @@ def test_a_worker_killed_mid_task_and_restarted_finishes_the_work_once(celery, f
     assert hard_limit(core) == {f"requests.{GPU}": "3"}
     moves = RequestTransition.objects.filter(request_id=body["id"]).values_list("from_state", "to_state")
     assert list(moves) == [("", "pending"), ("pending", "admitted"), ("admitted", "active")]
+
+
+def test_the_worker_exports_each_task_run_with_its_outcome(celery, fleet, alice_http):
+    # given: a worker serving its own metrics (CELERY_METRICS_PORT), as the chart runs it
+    port = free_port()
+    celery.worker(CELERY_METRICS_PORT=str(port))
+    # when: two admitted requests are materialised by it
+    for amount in (1, 2):
+        request_id = alice_http(amount=amount)["id"]
+        eventually(lambda: state_of(request_id) == RequestState.ACTIVE, what="the request to become active")  # noqa: B023
+
+    # then: its endpoint counts two successful quotas.materialise_requests runs
+    def runs() -> float:
+        text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "gpuplatform_task_duration_seconds_count" and sample.labels == {
+                    "task": "quotas.materialise_requests",
+                    "outcome": "success",
+                }:
+                    return sample.value
+        return 0.0
+
+    eventually(lambda: runs() >= 2, what="two task runs in the worker's metrics")
+    assert runs() == 2
