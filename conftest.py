@@ -18,7 +18,12 @@ hypothesis_settings.register_profile("repeatable", derandomize=True)
 hypothesis_settings.register_profile("explore", derandomize=False, max_examples=1000)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
-DJANGO_FIXTURES = ("tests.fixtures.people", "tests.fixtures.api", "tests.fixtures.django_settings")
+DJANGO_FIXTURES = (
+    "tests.fixtures.people",
+    "tests.fixtures.api",
+    "tests.fixtures.django_settings",
+    "tests.fixtures.oidc",
+)
 PLAIN_FIXTURES = ("tests.kubesim_fixtures",)
 
 

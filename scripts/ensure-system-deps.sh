@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
-# What the test suite drives for real besides Python: Chromium (browser tests through Playwright),
-# Node.js with npm (the OpenID Connect provider of the single sign-on tests, tests/oidc/) and
-# Prometheus and promtool (the chart's alert rules, /metrics scraped, metering's backfilled TSDB), all
-# Debian packages, then the provider's npm
-# packages from tests/oidc/package-lock.json.
+# What the test suite drives for real besides Python, all Debian packages: Chromium (browser tests
+# through Playwright), Prometheus (prometheus and promtool: scraping /metrics, rules, the metering
+# backfill, the chart's alerts) and Node.js with npm (the OpenID Connect provider of the single sign-on
+# tests, tests/oidc/); then the provider's npm packages from tests/oidc/package-lock.json.
 # Debian packages are installed only when missing and when we are root; otherwise we say what is
 # missing and fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
-{ command -v prometheus && command -v promtool; } >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing Debian packages: ${need[*]} (run as root, or: sudo apt-get install ${need[*]})" >&2

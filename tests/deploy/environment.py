@@ -29,6 +29,7 @@ def made_secrets(database_url: str, redis_url: str) -> dict[str, str]:
         "database-url": database_url,
         "redis-url": redis_url,
         "oidc-client-secret": secrets.token_urlsafe(32),
+        "metrics-token": secrets.token_urlsafe(32),
     }
 
 

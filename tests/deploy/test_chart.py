@@ -55,6 +55,7 @@ def test_defaults_make_a_web_tier_that_scales_and_survives_drains_and_no_secret_
         "POLICY_SIGNING_KEY",
         "DATABASE_URL",
         "REDIS_URL",
+        "METRICS_TOKEN",
     }
     assert {r["name"] for r in refs.values()} == {"gpuplatform"}
     assert container["securityContext"]["readOnlyRootFilesystem"] is True

@@ -118,7 +118,8 @@ def test_the_web_role_serves_with_the_charts_environment():
     objects = render()
     web = named(objects, "Deployment", "gpuplatform-web")
     container = web["spec"]["template"]["spec"]["containers"][0]
-    env = container_env(objects, container, made_secrets(database_url(), os.environ["REDIS_URL"]))
+    secret_values = made_secrets(database_url(), os.environ["REDIS_URL"])
+    env = container_env(objects, container, secret_values)
     port = _free_port()
     process = subprocess.Popen(
         ["sh", str(ENTRYPOINT), *container["args"]],
@@ -137,8 +138,9 @@ def test_the_web_role_serves_with_the_charts_environment():
         assert page.headers["X-Frame-Options"] == "DENY"
         plain = _get(port, "/login/", host="gpu.example.com")
         assert plain.status == 301 and plain.headers["Location"] == "https://gpu.example.com/login/"
-        metrics = _get(port, "/metrics", host="10.42.0.17:8000").read().decode()
-        assert 'gpuplatform_check_ok{check="database"} 1' in metrics
+        assert _get(port, "/metrics", host="10.42.0.17:8000").status == 401  # names every cluster
+        scrape = _get(port, "/metrics", host="10.42.0.17:8000", token=secret_values["metrics-token"])
+        assert "gpuplatform_http_request_duration_seconds" in scrape.read().decode()
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -177,8 +179,12 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def _get(port: int, path: str, *, host: str, forwarded_https: bool = False, within: float = 5):
+def _get(
+    port: int, path: str, *, host: str, forwarded_https: bool = False, within: float = 5, token: str = ""
+):
     headers = {"Host": host, **({"X-Forwarded-Proto": "https"} if forwarded_https else {})}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
     opener = urllib.request.build_opener(_NoRedirect)
     deadline = time.monotonic() + within
     while True:
@@ -212,3 +218,48 @@ def test_the_compose_trial_is_a_valid_compose_file_running_the_images_roles():
     scrape = yaml.safe_load((REPO / "deploy" / "prometheus" / "prometheus.yml").read_text())
     assert scrape["scrape_configs"][0]["static_configs"][0]["targets"] == ["web:8000"]
     assert scrape["scrape_configs"][0]["metrics_path"] == "/metrics"
+
+
+def test_the_build_stage_installs_the_project_from_exactly_the_build_context(tmp_path):
+    # The build stage's `pip install .`, from a copy of what .dockerignore lets into the context.
+    context = tmp_path / "context"
+    for line in (REPO / ".dockerignore").read_text().splitlines():
+        if line.startswith("!") and (REPO / line[1:]).exists():
+            source = REPO / line[1:].rstrip("/")
+            target = context / line[1:].rstrip("/")
+            if source.is_dir():
+                shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(tmp_path),
+            ".",
+        ],
+        cwd=context,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (wheel,) = tmp_path.glob("gpuplatform-*.whl")
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for module in (
+        "gpuplatform/wsgi.py",
+        "tenants/sso/backend.py",
+        "kubesim/request_log.py",
+        "quotas/tasks.py",
+    ):
+        assert module in names, module
+    assert not any(n.startswith(("tests/", "benchmarks/", "deploy/")) for n in names)

@@ -1,5 +1,5 @@
 // A real OpenID Connect provider for the test suite: panva's oidc-provider (OpenID Certified), not a
-// stand-in. tests/oidc/conftest.py starts it with:
+// stand-in. tests/fixtures/oidc.py starts it with:
 //   OIDC_ISSUER       its issuer URL (http://127.0.0.1:<port>)
 //   OIDC_CLIENTS      JSON list of client registrations (client_id, client_secret, redirect_uris)
 //   OIDC_JWKS         JSON Web Key Set it signs ID tokens with (private keys; the test made them)

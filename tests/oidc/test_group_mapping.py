@@ -12,7 +12,7 @@ from tenants.models import Membership, SsoGrant, SsoIdentity
 from tenants.services import add_membership
 from tenants.sso.mapping import Desired, MappingError, parse_mapping, resolve
 from tenants.sso.services import apply_sso_grants
-from tests.oidc.conftest import GROUP_ROLES
+from tests.fixtures.oidc import GROUP_ROLES
 
 MAPPING = parse_mapping(GROUP_ROLES)
 

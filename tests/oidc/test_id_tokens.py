@@ -14,7 +14,7 @@ from django.test import RequestFactory
 
 from gpuplatform.audit.models import AuditEvent
 from tenants.sso.backend import GroupMappingBackend
-from tests.oidc.conftest import CLIENT_ID
+from tests.fixtures.oidc import CLIENT_ID
 
 pytestmark = pytest.mark.django_db
 

@@ -44,6 +44,7 @@ env:
 {{ include "gpuplatform.secretEnv" (dict "root" . "name" "POLICY_SIGNING_KEY" "key" .Values.secretKeys.policySigningKey) | indent 2 }}
 {{ include "gpuplatform.secretEnv" (dict "root" . "name" "DATABASE_URL" "key" .Values.secretKeys.databaseUrl) | indent 2 }}
 {{ include "gpuplatform.secretEnv" (dict "root" . "name" "REDIS_URL" "key" .Values.secretKeys.redisUrl) | indent 2 }}
+{{ include "gpuplatform.secretEnv" (dict "root" . "name" "METRICS_TOKEN" "key" .Values.secretKeys.metricsToken) | indent 2 }}
 {{- if .Values.oidc.enabled }}
 {{ include "gpuplatform.secretEnv" (dict "root" . "name" "OIDC_CLIENT_SECRET" "key" .Values.oidc.clientSecretKey) | indent 2 }}
 {{- end }}
