@@ -15,6 +15,9 @@ from gpuplatform.accounts.models import ApiToken
 from tenants.models import Membership
 from tests.inventory import factories as inv
 from tests.isolation.routes import ui_routes
+from tests.metering import factories as met
+from tests.policies import factories as pol
+from tests.policies_agents import factories as ag
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
@@ -56,7 +59,24 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "queues-decide": [decision(verdict) for verdict in ("approve", "refuse")],
     "catalogue-edit": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
     "catalogue-delete": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
+    # Metering's periods and report jobs carry every tenant's totals: platform objects, a 404 to tenants.
+    "metering-period": [lambda cast: {"period_id": met.period().pk}],
+    "metering-period-close": [lambda cast: {"period_id": met.period().pk}],
+    "metering-period-start-closing": [lambda cast: {"period_id": met.period().pk}],
+    "metering-job-create": [lambda cast: {"period_id": met.period().pk}],
+    "metering-job-progress": [lambda cast: {"job_id": met.report_job().pk}],
+    "metering-job-download": [
+        lambda cast, fmt=fmt: {"job_id": met.report_job().pk, "fmt": fmt} for fmt in ("csv", "xlsx", "focus")
+    ],
+    # Policies: a pool dedicated to nlp, its revisions; rollouts and SLOs are platform objects.
+    "policies-pool": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
+    "policies-revisions": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
+    "policies-diff": [lambda cast: {"revision_id": pol.revision(inv.pool("nlp-only", tenant=cast.nlp)).pk}],
+    "policy-rollout": [lambda cast: {"rollout_id": ag.rollout().pk}],
+    "slo-detail": [lambda cast: {"slo_id": met.slo().pk}],
 }
+# Endpoints that are not pages and answer anyone but a platform-admin (or a token) with a refusal.
+REFUSING: dict[str, int] = {"metrics": 401}
 
 # Pages listing things: route name -> (path arguments, what must not show: another tenant's marks).
 NLP_MARKS = ["team-nlp", "nlp-only", "urgent-nlp", "only-nlp"]
@@ -76,7 +96,14 @@ LIST_PAGES: dict[str, list[dict[str, Any]]] = {
     "catalogue": [{}],
     "catalogue-list": [{"kind": kind} for kind in CATALOGUE_FOREIGN],
     "catalogue-create": [{"kind": kind} for kind in CATALOGUE_FOREIGN],
-    "section": [{"section": s} for s in ("policies", "metering", "slos")],
+    "section": [],  # the placeholder of a section still to come: none now
+    "metering-usage": [{}],
+    "metering-rate-cards": [{}],
+    "metering-periods": [{}],
+    "policies": [{}],
+    "policies-admission": [{}],
+    "policy-rollouts": [{}],
+    "slo-list": [{}],
 }
 
 
@@ -91,7 +118,7 @@ def plant(cast) -> None:
 
 def test_every_ui_page_is_declared():
     names = {route.name for route in ui_routes()}
-    undeclared = names - set(FOREIGN_PAGES) - set(LIST_PAGES)
+    undeclared = names - set(FOREIGN_PAGES) - set(LIST_PAGES) - set(REFUSING)
     assert undeclared == set(), f"declare these pages in {__name__}: {sorted(undeclared)}"
     with_params = {route.name for route in ui_routes() if route.params} - {
         "catalogue-list",
@@ -99,6 +126,15 @@ def test_every_ui_page_is_declared():
         "section",
     }
     assert with_params <= set(FOREIGN_PAGES)
+
+
+@pytest.mark.parametrize("viewer", ["alice", "charlie", "dana"])
+def test_endpoints_for_the_platform_refuse_everyone_else(cast, client, viewer):
+    client.force_login(getattr(cast, viewer))
+    for name, status in REFUSING.items():
+        response = client.get(reverse(name))
+        assert response.status_code == status, name
+        assert b"nlp" not in response.content
 
 
 def _snapshot(obj: Any) -> Any:
