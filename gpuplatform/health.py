@@ -40,8 +40,7 @@ def _check_redis() -> str:
 CHECKS: dict[str, Callable[[], str]] = {"database": _check_database, "redis": _check_redis}
 
 
-@never_cache
-def readyz(request: HttpRequest) -> JsonResponse:
+def _run_checks() -> dict[str, dict[str, object]]:
     results: dict[str, dict[str, object]] = {}
     for name, check in CHECKS.items():
         started = time.perf_counter()
@@ -50,6 +49,12 @@ def readyz(request: HttpRequest) -> JsonResponse:
         except Exception as exc:
             detail, ok = f"{type(exc).__name__}: {exc}", False
         results[name] = {"ok": ok, "detail": detail, "ms": round((time.perf_counter() - started) * 1000, 1)}
+    return results
+
+
+@never_cache
+def readyz(request: HttpRequest) -> JsonResponse:
+    results = _run_checks()
     ready = all(result["ok"] for result in results.values())
     return JsonResponse(
         {"status": "ok" if ready else "unavailable", "checks": results}, status=200 if ready else 503

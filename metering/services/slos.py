@@ -29,11 +29,11 @@ DELIVER_TASK = "metering.deliver_alert"
 MAX_BACKFILL_BUCKETS = 12 * 24 * 2  # two days of 5-minute buckets per evaluation, then it catches up
 DELIVERY_BACKOFF = (30, 120, 600, 1800, 3600)  # seconds between attempts; then it gives up
 DELIVERY_TIMEOUT = 5.0
-PARAMS = {
-    "within_seconds": (1, 86_400),
+PARAMS: dict[str, tuple[Decimal, Decimal]] = {
+    "within_seconds": (Decimal(1), Decimal(86_400)),
     "saturated": (Decimal("0.01"), Decimal("1")),
     "delivered": (Decimal("0.01"), Decimal("1")),
-    "converge_seconds": (60, 86_400),
+    "converge_seconds": (Decimal(60), Decimal(86_400)),
 }
 
 
@@ -109,12 +109,13 @@ def _params(params: dict[str, Any]) -> dict[str, Any]:
             )
         low, high = bounds
         try:
-            number = type(low)(str(value))
+            number = Decimal(str(value))
         except (ValueError, InvalidOperation) as exc:
             raise ValidationFailed(f"{key} is a number.", code="slo.param_invalid", field="params") from exc
-        if not low <= number <= high:  # type: ignore[operator]
+        if not number.is_finite() or not low <= number <= high:
             raise ValidationFailed(f"{key} is {low} to {high}.", code="slo.param_invalid", field="params")
-        clean[key] = str(number) if isinstance(number, Decimal) else number
+        # Seconds are whole numbers; fractions keep their digits as text (JSON has no decimals).
+        clean[key] = int(number) if key.endswith("_seconds") else str(number)
     return clean
 
 

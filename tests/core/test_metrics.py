@@ -89,7 +89,9 @@ def test_admission_decisions_are_counted_with_their_reasons(cast, api):
 
 def test_only_the_token_or_a_platform_admin_reads_the_metrics(cast, settings):
     for headers in ({}, {"HTTP_AUTHORIZATION": "Bearer wrong"}):
-        response = Client().get("/metrics", **headers)
+        response = Client(headers={"Authorization": headers["HTTP_AUTHORIZATION"]} if headers else None).get(
+            "/metrics"
+        )
         assert response.status_code == 401
         assert response["Content-Type"] == "application/problem+json"
         assert response.json()["code"] == "metrics.token_required"

@@ -42,7 +42,7 @@ def _all_pages(client: APIClient, url: str) -> list[Any]:
             pages.append({"status": response.status_code})
             break
         if getattr(response, "streaming", False):  # a streamed export: its text is the page
-            pages.append(b"".join(response.streaming_content).decode())
+            pages.append(b"".join(response.streaming_content).decode())  # type: ignore[attr-defined]
             break
         body = response.json()
         pages.append(body)

@@ -40,6 +40,10 @@ def catalogue_row(kind: str, make: Callable[[Any], Any]) -> Kwargs:
     return lambda cast: {"kind": kind, "pk": make(cast).pk}
 
 
+def _job_file(fmt: str) -> Kwargs:
+    return lambda cast: {"job_id": met.report_job().pk, "fmt": fmt}
+
+
 # Pages about one object: route name -> the path arguments naming another tenant's object(s).
 FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "tenant-detail": [lambda cast: {"tenant_id": cast.nlp.pk}],
@@ -65,9 +69,7 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "metering-period-start-closing": [lambda cast: {"period_id": met.period().pk}],
     "metering-job-create": [lambda cast: {"period_id": met.period().pk}],
     "metering-job-progress": [lambda cast: {"job_id": met.report_job().pk}],
-    "metering-job-download": [
-        lambda cast, fmt=fmt: {"job_id": met.report_job().pk, "fmt": fmt} for fmt in ("csv", "xlsx", "focus")
-    ],
+    "metering-job-download": [_job_file(fmt) for fmt in ("csv", "xlsx", "focus")],
     # Policies: a pool dedicated to nlp, its revisions; rollouts and SLOs are platform objects.
     "policies-pool": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "policies-revisions": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
