@@ -3,6 +3,8 @@ the server: the public key bundles must verify with, and the hooks it may run.""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,15 +55,39 @@ def _path(value: Any, base: Path) -> Path | None:
     return path if path.is_absolute() else base / path
 
 
-def load_config(path: str | Path) -> AgentConfig:
-    path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: a mapping is expected")
-    base = path.parent
+# Settings the environment may give instead of the file (the Helm chart's DaemonSet sets these: the
+# node name comes from the pod's spec.nodeName, the key and the bootstrap token are mounted files).
+# An environment value wins over the file's.
+ENVIRONMENT = {
+    "GPUPLATFORM_AGENT_SERVER": "server_url",
+    "GPUPLATFORM_AGENT_CLUSTER": "cluster",
+    "GPUPLATFORM_AGENT_NODE": "node",
+    "GPUPLATFORM_AGENT_STATE_DIR": "state_dir",
+    "GPUPLATFORM_AGENT_PUBLIC_KEY_FILE": "public_key_file",
+    "GPUPLATFORM_AGENT_BOOTSTRAP_TOKEN_FILE": "bootstrap_token_file",
+    "GPUPLATFORM_AGENT_CA_BUNDLE": "ca_bundle",
+    "GPUPLATFORM_AGENT_APPLIERS": "appliers",
+}
+
+
+def load_config(path: str | Path | None, *, environ: Mapping[str, str] | None = None) -> AgentConfig:
+    """The file at ``path`` (optional), with the GPUPLATFORM_AGENT_* environment on top."""
+    raw: Any = {}
+    base = Path.cwd()
+    if path is not None:
+        path = Path(path)
+        try:
+            raw = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: a mapping is expected")
+        base = path.parent
+    for variable, key in ENVIRONMENT.items():
+        value = (os.environ if environ is None else environ).get(variable, "")
+        if value:
+            raw[key] = [a.strip() for a in value.split(",") if a.strip()] if key == "appliers" else value
+    path = path or Path("<environment>")
     missing = [k for k in ("server_url", "public_key_file", "state_dir", "cluster", "node") if not raw.get(k)]
     if missing:
         raise ConfigError(f"{path}: missing {', '.join(missing)}")

@@ -7,6 +7,7 @@ import argparse
 import base64
 import json
 import logging
+import os
 import random
 import signal
 import sys
@@ -230,7 +231,11 @@ def _claimed(envelope: Any, refused: BundleRefused) -> tuple[int | None, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpuplatform-agent", description=__doc__)
-    parser.add_argument("--config", required=True, help="the agent's YAML configuration")
+    parser.add_argument(
+        "--config",
+        default=os.environ.get("GPUPLATFORM_AGENT_CONFIG") or None,
+        help="the agent's YAML configuration (optional where GPUPLATFORM_AGENT_* variables give it all)",
+    )
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")

@@ -147,3 +147,41 @@ def test_helm_lint_strict_finds_nothing_above_information(values_file):
     assert report["errors"] == []
     # Helm's severities: 1 information, 2 warning, 3 error. The one information: no icon.
     assert [m for m in report["messages"] if m["severity"] > 1] == []
+
+
+def test_the_agent_pod_gives_the_agent_everything_it_needs_with_no_config_file(tmp_path):
+    # The DaemonSet's environment and mounted files, laid out under tmp_path as the kubelet would,
+    # are read by the agent's own loader (nodeagent/config.py) into a complete configuration.
+    from nodeagent.config import ENVIRONMENT, load_config
+
+    objects = render(values_of(_example("single-cluster")))
+    (agent,) = by_kind(objects, "DaemonSet")
+    container = agent["spec"]["template"]["spec"]["containers"][0]
+    env = {
+        e["name"]: e.get("value", "node-7") for e in container["env"] if e["name"].startswith("GPUPLATFORM_")
+    }
+    assert set(env) <= set(ENVIRONMENT)  # the chart sets nothing the agent would ignore
+    trust = named(objects, "ConfigMap", "gpuplatform-agent")["data"]["bundle-key.pem"]
+    files = {
+        env["GPUPLATFORM_AGENT_PUBLIC_KEY_FILE"]: trust,
+        env["GPUPLATFORM_AGENT_BOOTSTRAP_TOKEN_FILE"]: "gpb_example",
+    }
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert all(any(path.startswith(m) for m in mounts) for path in files)
+    for path, text in files.items():
+        (tmp_path / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path.lstrip("/")).write_text(text)
+    rooted = {k: str(tmp_path / v.lstrip("/")) if v.startswith("/") else v for k, v in env.items()}
+    config = load_config(None, environ=rooted)
+    assert (config.cluster, config.node, config.appliers) == ("local", "node-7", ("gpu-operator",))
+    assert config.public_key_file.read_text().startswith("-----BEGIN PUBLIC KEY-----")
+    assert (
+        config.bootstrap_token_file is not None and config.bootstrap_token_file.read_text() == "gpb_example"
+    )
+
+
+def test_an_agent_without_the_bundle_key_is_refused_at_render():
+    values = values_of(_example("single-cluster"))
+    values["agent"]["bundlePublicKey"] = ""
+    with pytest.raises(Exception, match="bundlePublicKey"):
+        render(values)
