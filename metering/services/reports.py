@@ -12,8 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Sum
-from django.db.models.expressions import RawSQL
+from django.db.models import Case, IntegerField, Sum, Value, When
 from django.utils import timezone
 
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
@@ -44,6 +43,16 @@ QTY = Decimal("1e-9")
 _HOUR = timedelta(hours=1)
 
 
+def _bucket_of(cuts: list[Any]) -> Case:
+    """Bucket i for cuts[i-1] <= hour < cuts[i], as PostgreSQL's width_bucket over the cuts would say,
+    written as a CASE so the demo's SQLite computes the same (the cuts are a handful: rate changes)."""
+    return Case(
+        *(When(hour__lt=cut, then=Value(i)) for i, cut in enumerate(cuts[1:], start=1)),
+        default=Value(len(cuts)),
+        output_field=IntegerField(),
+    )
+
+
 def compute_period_chargeback(
     *, period: BillingPeriod, idle: str = IDLE_CENTRAL
 ) -> tuple[Chargeback, dict[str, str]]:
@@ -65,13 +74,12 @@ def compute_period_chargeback(
             if t is not None and period.starts_at < t < period.ends_at
         }
     )
-    # width_bucket: i for cuts[i-1] <= hour < cuts[i]
-    bucket = RawSQL('width_bucket("metering_usagehour"."hour", %s::timestamptz[])', (cuts,))
+    bucket = _bucket_of(cuts)
     pools: dict[tuple[Any, str], str] = {}
     capacity_rows: dict[tuple[Any, str, int], tuple[Decimal, Decimal]] = {}
     for row in (
         CapacityHour.objects.filter(period=period)
-        .annotate(bucket=RawSQL('width_bucket("metering_capacityhour"."hour", %s::timestamptz[])', (cuts,)))
+        .annotate(bucket=_bucket_of(cuts))
         .values("pool_id", "cluster__name", "pool_name", "gpu_model", "bucket")
         .annotate(card_hours=Sum("card_hours"), idle=Sum("idle_card_hours"))
         .order_by()
