@@ -195,3 +195,35 @@ def test_only_platform_admins_write_rules_and_bad_rules_are_refused(cast, rules)
             rule_id=rule.pk,
         )
     assert zero.value.code == "policy.max_per_pod_invalid"
+
+
+def test_the_cluster_itself_refuses_a_pod_that_breaks_its_tenants_rules(cast, rules, kubesim):
+    # Applied to kubesim, which evaluates ValidatingAdmissionPolicies as the API server does: the
+    # tenant's pods are judged by the cluster, not only by us.
+    cluster, _, _ = rules
+    apply_admission(cluster_id=cluster.pk, actor=cast.pat)
+    core = kubernetes.client.CoreV1Api(kubesim.api_client())
+    if "team-vision" not in {n.metadata.name for n in core.list_namespace().items}:
+        core.create_namespace({"metadata": {"name": "team-vision"}})
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "too-big"},
+        **pod({H100: "2"}, {H100: "1"}),
+    }
+    for container in body["spec"]["containers"]:
+        container["image"] = "trainer:1"
+    with pytest.raises(kubernetes.client.ApiException) as refused:
+        core.create_namespaced_pod("team-vision", body)
+    assert refused.value.status == 403  # the rules' reason is Forbidden, as the API server answers it
+    assert "ValidatingAdmissionPolicy 'gpuplatform-tenant-vision'" in refused.value.body
+    assert "at most 2 GPU unit(s) of pool h100 per pod" in refused.value.body
+    names = [p.metadata.name for p in core.list_namespaced_pod("team-vision").items]
+    assert "too-big" not in names
+
+    within = {**body, "metadata": {"name": "fits"}}
+    within["spec"] = {
+        **body["spec"],
+        "containers": [{**body["spec"]["containers"][0], "resources": {"limits": {H100: "2"}}}],
+    }
+    assert core.create_namespaced_pod("team-vision", within).metadata.name == "fits"
