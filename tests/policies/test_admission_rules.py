@@ -4,6 +4,8 @@ apply; rules removed are pruned (issue 12 item 4)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import celpy
 import kubernetes
 import kubernetes_validate
@@ -202,7 +204,7 @@ def test_the_cluster_itself_refuses_a_pod_that_breaks_its_tenants_rules(cast, ru
     # tenant's pods are judged by the cluster, not only by us.
     cluster, _, _ = rules
     apply_admission(cluster_id=cluster.pk, actor=cast.pat)
-    core = kubernetes.client.CoreV1Api(kubesim.api_client())
+    core: Any = kubernetes.client.CoreV1Api(kubesim.api_client())  # plain dicts for bodies, as kubectl sends
     if "team-vision" not in {n.metadata.name for n in core.list_namespace().items}:
         core.create_namespace({"metadata": {"name": "team-vision"}})
     body = {
@@ -216,8 +218,9 @@ def test_the_cluster_itself_refuses_a_pod_that_breaks_its_tenants_rules(cast, ru
     with pytest.raises(kubernetes.client.ApiException) as refused:
         core.create_namespaced_pod("team-vision", body)
     assert refused.value.status == 403  # the rules' reason is Forbidden, as the API server answers it
-    assert "ValidatingAdmissionPolicy 'gpuplatform-tenant-vision'" in refused.value.body
-    assert "at most 2 GPU unit(s) of pool h100 per pod" in refused.value.body
+    answer = str(refused.value.body)
+    assert "ValidatingAdmissionPolicy 'gpuplatform-tenant-vision'" in answer
+    assert "at most 2 GPU unit(s) of pool h100 per pod" in answer
     names = [p.metadata.name for p in core.list_namespaced_pod("team-vision").items]
     assert "too-big" not in names
 

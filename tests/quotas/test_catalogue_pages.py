@@ -114,7 +114,8 @@ def test_a_tenant_admin_keeps_its_queues_and_leaves_their_weight_to_those_above(
     body = {"tenant": "vision", "name": "batch", "strategy": "StrictFIFO", "weight": "1"}
     assert client.post("/catalogue/queues/new/", body).status_code == 302
     page = client.post("/catalogue/queues/new/", {**body, "name": "heavy", "weight": "2"}).content.decode()
-    assert "A queue&#x27;s weight and what it may preempt of relatives are set by an admin above its tenant" in page
+    rule = "A queue&#x27;s weight and what it may preempt of relatives are set by an admin above its tenant"
+    assert rule in page
     assert set(Queue.objects.filter(tenant=cast.vision).values_list("name", flat=True)) == {
         "default",
         "batch",
