@@ -4,8 +4,7 @@ nothing extra.
 
 Recorded here: the inventory sync (a full list, then the watches a sync worker keeps open) and
 materialisation by the Celery worker (ResourceQuota and ResourceClaim applied, a released claim
-deleted). The node agent's ClusterRole (get and patch nodes) has no client in this tree yet: nodeagent/
-is built separately; its row joins COMPONENTS when it lands (docs/operations.md: RBAC)."""
+deleted), and the node agent's gpu-operator applier (its node's labels, the bundle's ConfigMaps)."""
 
 from __future__ import annotations
 
@@ -158,4 +157,65 @@ def test_each_role_is_bound_to_the_service_account_of_the_pods_that_call(chart):
             if d["metadata"]["labels"]["app.kubernetes.io/component"] == component
         )
         assert pod["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
-    assert by_kind(objects, "Role") == []  # and nothing namespaced beyond what the bindings say
+    # and nothing namespaced beyond the agent's ConfigMaps (test_the_agent_is_granted_exactly_...)
+    assert {r["metadata"]["name"] for r in by_kind(objects, "Role")} <= {"gpuplatform-agent-configs"}
+
+
+def test_the_agent_is_granted_exactly_what_its_applier_calls(chart, kubesim_factory):
+    from kubernetes import client as k8s
+
+    from nodeagent.appliers import ApplyFailed
+    from nodeagent.appliers.gpu_operator import GpuOperatorApplier
+    from policies.compiler import render as compiled
+
+    objects, roles = chart
+    # the ConfigMaps the chart makes and lets the agent patch are the ones bundles carry
+    carried = {
+        (compiled.GPU_OPERATOR_NAMESPACE, compiled.DEVICE_PLUGIN_CONFIGMAP),
+        (compiled.GPU_OPERATOR_NAMESPACE, compiled.MIG_PARTED_CONFIGMAP),
+        ("kube-system", compiled.HAMI_CONFIGMAP),
+    }
+    made = {(c["metadata"].get("namespace"), c["metadata"]["name"]) for c in by_kind(objects, "ConfigMap")}
+    assert carried <= made
+    agent_roles = [
+        r for r in by_kind(objects, "Role") if r["metadata"]["name"] == "gpuplatform-agent-configs"
+    ]
+    allowed = {
+        (r["metadata"]["namespace"], n)
+        for r in agent_roles
+        for rule in r["rules"]
+        for n in rule["resourceNames"]
+    }
+    assert allowed == carried
+
+    sim = kubesim_factory(scenario="mixed", nodes=4, seed=1, request_log=True)
+    api = sim.api_client()
+    core = k8s.CoreV1Api(api)
+    for namespace, name in sorted(carried):  # as the install left them
+        core.create_namespaced_config_map(namespace, {"metadata": {"name": name, "namespace": namespace}})
+    node = core.list_node().items[0].metadata.name
+    sim.api.request_log.clear()
+    applier = GpuOperatorApplier(node=node, api=api, state_timeout=5, poll_seconds=0.2)
+    payload = {
+        "bundle": {
+            "labels": {
+                "nvidia.com/device-plugin.config": "gpuplatform-r2",
+                "nvidia.com/mig.config": "all-disabled",
+            },
+            "configmaps": [
+                {"namespace": ns, "name": name, "data": {"gpuplatform-r2": "version: v1\n"}}
+                for ns, name in carried
+            ],
+        }
+    }
+    outcome = "applied"
+    try:
+        applier.apply(payload)
+    except ApplyFailed as exc:  # mig-manager may refuse the geometry: the calls are what is checked
+        outcome = exc.code
+    assert outcome in ("applied", "mig_config_failed", "mig_config_timeout")
+    calls = sim.api.request_log.permissions()
+    assert calls == {("", "nodes", "get"), ("", "nodes", "patch"), ("", "configmaps", "patch")}
+    role = granted(roles["gpuplatform-agent"]) | {g for r in agent_roles for g in granted(r)}
+    assert calls - role == set(), "the agent calls what its roles do not grant"
+    assert role - calls == set(), "the agent's roles grant what it never calls"
