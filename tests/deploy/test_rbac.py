@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -190,10 +191,10 @@ def test_the_agent_is_granted_exactly_what_its_applier_calls(chart, kubesim_fact
 
     sim = kubesim_factory(scenario="mixed", nodes=4, seed=1, request_log=True)
     api = sim.api_client()
-    core = k8s.CoreV1Api(api)
+    core: Any = k8s.CoreV1Api(api)  # plain dicts for bodies
     for namespace, name in sorted(carried):  # as the install left them
         core.create_namespaced_config_map(namespace, {"metadata": {"name": name, "namespace": namespace}})
-    node = core.list_node().items[0].metadata.name
+    node = str(core.list_node().items[0].metadata.name)
     sim.api.request_log.clear()
     applier = GpuOperatorApplier(node=node, api=api, state_timeout=5, poll_seconds=0.2)
     payload = {
