@@ -20,7 +20,7 @@ def test_negative_cards_hours_or_ge_are_refused_saying_which():
 
 def test_a_node_with_no_card_charges_nothing_and_idles_nothing():
     split = split_node_hours(
-        holdings=[Holding("a", Fraction(1)), Holding("b", Fraction(1, 2))], cards=0, hours=2
+        holdings=[Holding("a", Fraction(1)), Holding("b", Fraction(1, 2))], cards=0, hours=Fraction(2)
     )
     assert split.card_hours == 0
     assert split.charged == {"a": 0, "b": 0}
