@@ -22,7 +22,7 @@ from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Forbidden, NotFound, ValidationFailed
 from gpuplatform.sli_sources import SliKind, sli_kind, sli_kinds
 from metering.models import AlertDelivery, AlertReceiver, AlertState, DeliveryState, SliSample, Slo, SloAlert
-from metering.slo.burn import RULES, Sample, budget_remaining, burn_rate, firing
+from metering.slo.burn import RULES, Sample, budget_remaining, burn_rate, firing, window
 from tenants.models import Tenant
 
 DELIVER_TASK = "metering.deliver_alert"
@@ -294,19 +294,17 @@ def standing(*, slo: Slo, now: datetime | None = None) -> Standing:
     now = now or timezone.now()
     kind = sli_kind(slo.sli)
     end = _evaluated_to(slo, kind, now) if kind else now
+    length = timedelta(days=slo.window_days)
     samples = [
         Sample(s.start, s.end, s.good, s.total)
-        for s in SliSample.objects.filter(slo=slo, start__gte=end - timedelta(days=slo.window_days))
+        for s in SliSample.objects.filter(slo=slo, start__gte=end - length)
     ]
-    window = timedelta(days=slo.window_days)
-    good = sum((s.good for s in samples if s.end <= end), Decimal(0))
-    total = sum((s.total for s in samples if s.end <= end), Decimal(0))
     burns: dict[str, Decimal | None] = {}
-    for length in sorted({r.long for r in RULES} | {r.short for r in RULES}):
-        burns[_label(length)] = burn_rate(samples, objective=slo.objective, end=end, length=length)
+    for rule_window in sorted({r.long for r in RULES} | {r.short for r in RULES}):
+        burns[_label(rule_window)] = burn_rate(samples, objective=slo.objective, end=end, length=rule_window)
     return Standing(
-        sli=good / total if total else None,
-        budget_remaining=budget_remaining(samples, objective=slo.objective, end=end, length=window),
+        sli=window(samples, end=end, length=length).sli,
+        budget_remaining=budget_remaining(samples, objective=slo.objective, end=end, length=length),
         burn=burns,
     )
 
