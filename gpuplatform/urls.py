@@ -33,7 +33,7 @@ from policies import rollout_views
 from policies import views as policy_views
 from policies.api import agents as agent_api
 from policies.api import long_poll
-from policies.api.admission import AdmissionRuleViewSet
+from policies.api.admission import AdmissionApplyViewSet, AdmissionRuleViewSet
 from policies.api.revisions import PolicyRevisionViewSet
 from policies.api.sharing import SharingPolicyViewSet
 from policies.api.views import BootstrapTokenViewSet, NodeAgentViewSet, RolloutViewSet
@@ -72,6 +72,7 @@ router.register("capacity-requests", CapacityRequestViewSet, basename="capacity-
 router.register("sharing-policies", SharingPolicyViewSet, basename="sharing-policy")
 router.register("policy-revisions", PolicyRevisionViewSet, basename="policy-revision")
 router.register("admission-rules", AdmissionRuleViewSet, basename="admission-rule")
+router.register("admission-applies", AdmissionApplyViewSet, basename="admission-apply")
 router.register("usage", UsageViewSet, basename="usage")
 router.register("rate-cards", RateCardViewSet, basename="rate-card")
 router.register("billing-periods", BillingPeriodViewSet, basename="billing-period")

@@ -7,6 +7,7 @@ class PoliciesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from policies import tasks  # noqa: F401  (registers policies.apply_admission, ... with Celery)
         from policies.slis import register
 
         register()  # the policy rollout SLI, for metering's SLOs

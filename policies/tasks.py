@@ -8,6 +8,7 @@ from celery import shared_task
 
 from policies.models import Rollout, RolloutState
 from policies.services import delivery, rollouts
+from policies.services.admission import APPLY_TASK, run_admission_apply
 
 
 @shared_task(name="policies.advance_rollout")
@@ -28,3 +29,10 @@ def advance_running_rollouts_task() -> int:
 @shared_task(name="policies.mark_offline_nodes")
 def mark_offline_nodes_task() -> int:
     return delivery.mark_offline_nodes()
+
+
+@shared_task(name=APPLY_TASK)
+def apply_admission_task(apply_id: str) -> str:
+    """Make a cluster's admission policies match the rules: in the worker, whose service account
+    holds the admission-policy writes (the web process holds no cluster credential). Safe twice."""
+    return run_admission_apply(apply_id=uuid.UUID(apply_id)).state

@@ -16,8 +16,8 @@ from gpuplatform.ui.auth import current_user
 from inventory.models import NodePool
 from policies.compiler import DIMENSIONS, SharingMode, tradeoff
 from policies.forms import AdmissionRuleForm, SharingPolicyForm
-from policies.models import AdmissionRule, PolicyRevision, SharingPolicy
-from policies.services.admission import apply_admission, delete_admission_rule, save_admission_rule
+from policies.models import AdmissionApply, AdmissionRule, PolicyRevision, SharingPolicy
+from policies.services.admission import delete_admission_rule, request_admission_apply, save_admission_rule
 from policies.services.revisions import diff_revisions, dry_run, publish_policy
 from policies.services.sharing import PolicyInvalid, preview_policy, set_sharing_policy
 from quotas.models import Flavor, FlavorKind, PriorityClass
@@ -181,11 +181,13 @@ def admission_rules(request: HttpRequest) -> HttpResponse:
                     messages.success(request, "Rule removed. Apply to a cluster to take it off there.")
                     return redirect("policies-admission")
                 if intent == "apply":
-                    pool = get_object_or_404(NodePool, pk=request.POST.get("pool"))
-                    result = apply_admission(cluster_id=pool.cluster_id, actor=user)
-                    applied, removed = len(result["applied"]), len(result["removed"])
+                    pool = get_object_or_404(
+                        NodePool.objects.select_related("cluster"), pk=request.POST.get("pool")
+                    )
+                    request_admission_apply(cluster_id=pool.cluster_id, actor=user)
+                    # A worker applies it (it holds the credential); the table below shows how it went.
                     messages.success(
-                        request, f"Applied {applied} object(s) to {result['cluster']}, removed {removed}."
+                        request, f"Apply to {pool.cluster.name} queued; its outcome is shown below."
                     )
                     return redirect("policies-admission")
                 if form.is_valid():
@@ -204,4 +206,11 @@ def admission_rules(request: HttpRequest) -> HttpResponse:
                     return redirect("policies-admission")
             except DomainError as refused:
                 messages.error(request, refused.message)
-    return render(request, "policies/admission_rules.html", {"rules": rules, "form": form})
+    applies = (
+        AdmissionApply.objects.visible_to(user)
+        .select_related("cluster", "requested_by")
+        .order_by("-created_at")[:10]
+    )
+    return render(
+        request, "policies/admission_rules.html", {"rules": rules, "form": form, "applies": applies}
+    )

@@ -1,10 +1,13 @@
-"""REST for admission rules: tenants read their own, platform-admins write and apply."""
+"""REST for admission rules: tenants read their own, platform-admins write and apply. Applying
+answers 202 with the apply job (``/api/v1/admission-applies/<id>/``): a worker makes the calls, with
+the service account that holds the cluster's admission-policy rights."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.db.models import QuerySet
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
@@ -16,8 +19,8 @@ from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from gpuplatform.api.viewsets import ScopedViewSet
 from inventory.models import NodePool
 from policies.api.sharing import require_platform_admin
-from policies.models import AdmissionRule
-from policies.services.admission import apply_admission, delete_admission_rule, save_admission_rule
+from policies.models import AdmissionApply, AdmissionRule
+from policies.services.admission import delete_admission_rule, request_admission_apply, save_admission_rule
 from quotas.models import Flavor, PriorityClass
 from tenants.models import Tenant
 
@@ -55,6 +58,48 @@ class AdmissionRuleSerializer(StrictModelSerializer):
 
 class ApplySerializer(StrictSerializer):
     cluster = serializers.UUIDField()
+
+
+class AdmissionApplySerializer(StrictModelSerializer):
+    cluster_name = serializers.CharField(source="cluster.name", read_only=True)
+    requested_by = serializers.CharField(source="requested_by.username", read_only=True, default=None)
+    applied = serializers.ListField(child=serializers.CharField(), read_only=True)
+    removed = serializers.ListField(child=serializers.CharField(), read_only=True)
+
+    class Meta:
+        model = AdmissionApply
+        fields = [
+            "id",
+            "cluster",
+            "cluster_name",
+            "state",
+            "applied",
+            "removed",
+            "error",
+            "requested_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
+class AdmissionApplyFilter(FilterSet):
+    cluster = IdOrNameFilter(field_name="cluster_id", name_field="cluster__name", help_text="Id or name.")
+
+    class Meta:
+        model = AdmissionApply
+        fields = ["cluster", "state"]
+
+
+class AdmissionApplyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """Applies of admission rules to clusters, newest first: what was asked, when, and how it went
+    (queued, running, done with what was applied and removed, or failed with the cluster's answer).
+    Platform objects (they name every tenant's policies on the cluster)."""
+
+    queryset = AdmissionApply.objects.select_related("cluster", "requested_by").order_by("-created_at", "id")
+    serializer_class = AdmissionApplySerializer
+    filterset_class = AdmissionApplyFilter
 
 
 class AdmissionRuleFilter(FilterSet):
@@ -114,12 +159,21 @@ class AdmissionRuleViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Sco
         delete_admission_rule(actor=self.actor, rule_id=rule.pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(request=ApplySerializer, responses={200: dict})
+    @extend_schema(request=ApplySerializer, responses={202: AdmissionApplySerializer})
     @action(detail=False, methods=["post"])
     def apply(self, request: Request) -> Response:
-        """Compile the cluster's rules and reserved pools and server-side apply them (pruning ours
-        the rules no longer make)."""
+        """Queue an apply of the cluster's rules and reserved pools: a worker compiles them, server-side
+        applies them and prunes ours the rules no longer make. 202 with the job; poll its Location
+        until ``state`` is ``done`` or ``failed``. An apply of the cluster still queued is answered
+        instead of a second one."""
         require_platform_admin(self.actor, "apply admission rules")
         serializer = ApplySerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        return Response(apply_admission(cluster_id=serializer.validated_data["cluster"], actor=self.actor))
+        job = request_admission_apply(cluster_id=serializer.validated_data["cluster"], actor=self.actor)
+        job = AdmissionApply.objects.select_related("cluster", "requested_by").get(pk=job.pk)
+        location = reverse("api:admission-apply-detail", kwargs={"pk": job.pk})
+        return Response(
+            AdmissionApplySerializer(job).data,
+            status=status.HTTP_202_ACCEPTED,
+            headers={"Location": location},
+        )

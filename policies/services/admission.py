@@ -2,37 +2,48 @@
 
 ``compile_cluster_admission`` reads every rule and reserved pool of a cluster into the pure
 compiler's records and validates each manifest against the official OpenAPI schema
-(kubernetes-validate), so nothing the API server would refuse is ever sent. ``apply_admission``
-server-side applies them (field manager ``gpuplatform``) and deletes the policies and bindings of
-ours the rules no longer make.
+(kubernetes-validate), so nothing the API server would refuse is ever sent.
+
+Applying is a job, because it needs the cluster's credential: ``request_admission_apply`` (the web
+process: checks, records and queues; it holds no Kubernetes credential, and the chart mounts it no
+service-account token) and ``run_admission_apply`` (the Celery task ``policies.apply_admission``, by
+id, in the worker, whose service account the chart grants exactly the admission-policy writes) which
+server-side applies them (field manager ``gpuplatform``) and deletes the policies and bindings of ours
+the rules no longer make. The caller polls the job (``/api/v1/admission-applies/<id>/``).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import kubernetes_validate
-from django.db import IntegrityError, transaction
+from celery import current_app
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from gpuplatform.audit.services import record_event
+from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from inventory import kube
 from inventory.cluster_access import client_for
 from inventory.models import Cluster, NodePool
 from policies.compiler.admission import LABELS, PoolRule, ReservedPool, TenantRules, compile_admission
-from policies.models import AdmissionRule, PolicyRevision
+from policies.models import AdmissionApply, AdmissionRule, ApplyState, PolicyRevision
 from quotas.models import Flavor, FlavorKind, PriorityClass
 from tenants.models import Tenant, TenantNamespace
 
 __all__ = [
+    "APPLY_TASK",
     "KUBERNETES_SCHEMA_VERSION",
-    "apply_admission",
     "compile_cluster_admission",
     "delete_admission_rule",
+    "request_admission_apply",
+    "run_admission_apply",
     "save_admission_rule",
 ]
 
@@ -40,6 +51,13 @@ __all__ = [
 # admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy, GA in 1.30).
 KUBERNETES_SCHEMA_VERSION = "1.32.0"
 AUDITED = ("tenant_id", "pool_id", "max_per_pod")
+APPLY_TASK = "policies.apply_admission"
+APPLY_AUDITED = ("state", "applied", "removed", "error")
+# A running apply silent this long lost its worker (tasks ack late: the message comes back).
+APPLY_STALE = timedelta(minutes=10)
+# pg_advisory_xact_lock(space, cluster): one apply at a time per cluster, so one's prune never
+# deletes what a newer one has just applied.
+APPLY_LOCK_SPACE = 50_512
 
 
 def _audit_view(rule: AdmissionRule) -> dict[str, Any]:
@@ -69,7 +87,7 @@ def save_admission_rule(
 ) -> AdmissionRule:
     """Create (``rule_id`` None) or change a tenant's rule on a pool. Platform-admins only; the
     flavors must be device-plugin flavors of that pool, the priority classes usable by the tenant.
-    Audited; the cluster sees it on the next ``apply_admission``."""
+    Audited; the cluster sees it on the next apply (``request_admission_apply``)."""
     _require_admin(actor)
     with transaction.atomic():
         pool = NodePool.objects.filter(pk=pool_id).first()
@@ -229,13 +247,101 @@ def compile_cluster_admission(*, cluster: Cluster) -> list[dict[str, Any]]:
     return manifests
 
 
-def apply_admission(*, cluster_id: uuid.UUID | str, actor: Any) -> dict[str, Any]:
-    """Apply the cluster's admission manifests and prune ours that are no longer made. Idempotent.
-    Audited (what was applied and removed) after the cluster answered."""
+def request_admission_apply(*, actor: Any, cluster_id: uuid.UUID | str) -> AdmissionApply:
+    """Ask for the cluster's admission policies to be made to match the rules; a worker applies
+    them (``policies.apply_admission``, queued after commit). An apply of the cluster still queued is
+    returned instead (it compiles the rules when it runs, so it serves this ask too): a double click
+    applies once. Platform-admins only; audited with the job."""
     _require_admin(actor)
-    cluster = Cluster.objects.filter(pk=cluster_id).first()
-    if cluster is None:
-        raise NotFound(f"no cluster {cluster_id}", code="policy.unknown_cluster")
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().filter(pk=cluster_id).first()
+        if cluster is None:
+            raise NotFound(f"no cluster {cluster_id}", code="policy.unknown_cluster", field="cluster")
+        queued = (
+            AdmissionApply.objects.filter(cluster=cluster, state=ApplyState.QUEUED)
+            .order_by("created_at")
+            .first()
+        )
+        if queued is not None:
+            return queued
+        job = AdmissionApply.objects.create(cluster=cluster, requested_by=actor)
+        record_event(
+            actor=actor,
+            action="admission.apply_requested",
+            obj=cluster,
+            after={"apply": str(job.pk), "state": job.state},
+        )
+        transaction.on_commit(partial(_queue, APPLY_TASK, str(job.pk)))
+    return job
+
+
+def _queue(name: str, *args: object) -> None:
+    # By name: policies.tasks imports this module (the app config registers it in every process).
+    current_app.tasks[name].delay(*args)
+
+
+def run_admission_apply(
+    *, apply_id: uuid.UUID | str, now: Callable[[], datetime] = timezone.now
+) -> AdmissionApply:
+    """Run one apply: claim it by a conditional update (queued, or running but silent for
+    APPLY_STALE: its worker was lost), then, holding the cluster's apply lock, apply the compiled
+    manifests and prune ours no longer made; the outcome and its audit event commit together. A
+    finished apply, or one another worker holds, is returned untouched: a duplicate delivery does
+    nothing. A failure (the cluster refused or could not be reached) is recorded on the job and
+    raised for the worker's log; asking again retries."""
+    started = now()
+    claimed = (
+        AdmissionApply.objects.filter(pk=apply_id)
+        .filter(
+            Q(state=ApplyState.QUEUED) | Q(state=ApplyState.RUNNING, started_at__lt=started - APPLY_STALE)
+        )
+        .update(state=ApplyState.RUNNING, started_at=started, error="")
+    )
+    job = AdmissionApply.objects.select_related("cluster", "requested_by").filter(pk=apply_id).first()
+    if job is None:
+        raise NotFound(f"no admission apply {apply_id}")
+    if not claimed:
+        return job
+    try:
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
+                        [APPLY_LOCK_SPACE, str(job.cluster_id)],
+                    )
+            applied, removed = _apply(job.cluster)
+            before = snapshot(job, APPLY_AUDITED)
+            job.state, job.applied, job.removed, job.finished_at = ApplyState.DONE, applied, removed, now()
+            job.save(update_fields=["state", "applied", "removed", "finished_at"])
+            record_event(
+                actor=job.requested_by,  # on whose behalf; the worker did it
+                action="admission.applied",
+                obj=job.cluster,
+                before=before,
+                after={"apply": str(job.pk), **snapshot(job, APPLY_AUDITED)},
+            )
+    except Exception as error:  # recorded on the job for the caller, then re-raised for the worker
+        with transaction.atomic():
+            job.refresh_from_db()
+            before = snapshot(job, APPLY_AUDITED)
+            job.state, job.error, job.finished_at = ApplyState.FAILED, str(error)[:2000], now()
+            job.save(update_fields=["state", "error", "finished_at"])
+            record_event(
+                actor=job.requested_by,
+                action="admission.apply_failed",
+                obj=job.cluster,
+                before=before,
+                after={"apply": str(job.pk), **snapshot(job, APPLY_AUDITED)},
+            )
+        raise
+    return job
+
+
+def _apply(cluster: Cluster) -> tuple[list[str], list[str]]:
+    """Server-side apply the cluster's admission manifests and delete ours no longer made.
+    Idempotent. The calls (patch, list, delete of the two kinds) are what the chart's
+    ``<release>-admission`` ClusterRole grants the worker (tests/deploy/test_rbac.py)."""
     manifests = compile_cluster_admission(cluster=cluster)
     api = client_for(cluster)
     applied = []
@@ -250,11 +356,4 @@ def apply_admission(*, cluster_id: uuid.UUID | str, actor: Any) -> dict[str, Any
         for name in kube.list_admission_objects(api, kind=kind, label_selector=selector):
             if f"{kind}/{name}" not in wanted and kube.delete_admission_object(api, kind=kind, name=name):
                 removed.append(f"{kind}/{name}")
-    with transaction.atomic():
-        record_event(
-            actor=actor,
-            action="admission.applied",
-            obj=cluster,
-            after={"applied": applied, "removed": removed},
-        )
-    return {"cluster": cluster.name, "applied": applied, "removed": removed}
+    return applied, removed

@@ -58,6 +58,7 @@ def crowd(cast):
         pol.sharing_policy(pool)
         pol.revision(pool)
         pol.admission_rule(tenant=team, pool=pool)
+        pol.admission_apply(inv.cluster(f"cluster-{n}"))
         # Metering on every list: the team's usage hour, a rate card, a report line, a period a month.
         seed_metering(team, n)
         # Agents and rollouts on every list: a bootstrap token, an agent, a rollout with its node.
@@ -123,6 +124,7 @@ PLATFORM_ONLY = {
     "metrics-source",
     "sharing-policy",
     "policy-revision",
+    "admission-apply",
     "agent-bootstrap-token",
     "agent",
     "rollout",

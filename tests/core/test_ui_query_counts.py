@@ -75,7 +75,7 @@ NOT_LISTS = {
     "policies-pool": "one pool's form",
     "policies-revisions": "one pool's revisions",
     "policies-diff": "two revisions",
-    "policies-admission": "paginated rules with their M2M prefetched",
+    "policies-admission": "paginated rules with their M2M prefetched; the newest ten applies",
     "policy-rollouts": "paginated rollouts",
     "policy-rollout": "one rollout: its nodes",
     "slo-list": "one samples query per SLO on the page (25 at most): where each stands",

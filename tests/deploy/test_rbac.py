@@ -2,9 +2,11 @@
 is exactly what the chart's ClusterRoles grant the identity that makes the call; nothing missing,
 nothing extra.
 
-Recorded here: the inventory sync (a full list, then the watches a sync worker keeps open) and
-materialisation by the Celery worker (ResourceQuota and ResourceClaim applied, a released claim
-deleted), and the node agent's gpu-operator applier (its node's labels, the bundle's ConfigMaps)."""
+Recorded here: the inventory sync (a full list, then the watches a sync worker keeps open); the
+Celery worker's materialisation (ResourceQuota and ResourceClaim applied, a released claim deleted)
+and its apply of admission rules (ValidatingAdmissionPolicies and bindings applied, then pruned when a
+rule is removed; asked for over the API, which only queues it); and the node agent's gpu-operator
+applier (its node's labels, the bundle's ConfigMaps)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from inventory.models import NodePool
 from inventory.services import create_cluster
 from inventory.sync.runner import ClusterSync
 from inventory.sync.service import sync_cluster
+from policies.services.admission import delete_admission_rule, save_admission_rule
+from policies.tasks import apply_admission_task
 from quotas.models import CapacityRequest, Flavor, PriorityClass, Queue, Quota
 from quotas.tasks import materialise_request_task
 from tests.deploy.chart import EXAMPLES, by_kind, render, values_of
@@ -27,8 +31,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 GPU = "nvidia.com/gpu"
 URL = "/api/v1/capacity-requests/"
-# Which Deployment's service account makes which calls, and the ClusterRole it must hold.
-COMPONENTS = {"sync": "gpuplatform-sync", "worker": "gpuplatform-materialise"}
+# Which Deployment's service account makes which calls, and the ClusterRoles it must hold.
+COMPONENTS = {"sync": ("gpuplatform-sync",), "worker": ("gpuplatform-materialise", "gpuplatform-admission")}
 
 
 def granted(role: dict) -> set[tuple[str, str, str]]:
@@ -98,6 +102,29 @@ def recorded(cast, api, kubesim_factory):
     for pk in ids:
         materialise_request_task(pk)
     assert CapacityRequest.objects.get(pk=ids[0]).state == "active"
+
+    # ...and the admission rules: vision's rule applied, then removed and pruned. The web process
+    # only queues the apply (202); the worker's task makes every call.
+    rule = save_admission_rule(
+        actor=cast.pat,
+        tenant_id=cast.vision.pk,
+        pool_id=pool.pk,
+        allowed_flavor_ids=[h100.pk],
+        max_per_pod=2,
+        allowed_priority_class_ids=[],
+    )
+    pat = api(cast.pat)
+    for removed in (False, True):
+        if removed:
+            delete_admission_rule(actor=cast.pat, rule_id=rule.pk)
+        before = len(log.entries())
+        asked = pat.post("/api/v1/admission-rules/apply/", {"cluster": str(cluster.pk)}, format="json")
+        assert asked.status_code == 202 and len(log.entries()) == before  # the web made no call
+        assert apply_admission_task(asked.json()["id"]) == "done"
+    assert pat.get(asked["Location"]).json()["removed"] == [
+        "ValidatingAdmissionPolicyBinding/gpuplatform-tenant-vision",
+        "ValidatingAdmissionPolicy/gpuplatform-tenant-vision",
+    ]
     calls["worker"] = log.permissions()
     return calls
 
@@ -121,13 +148,20 @@ def test_each_identity_is_granted_exactly_what_it_calls(recorded, chart):
         for kind in kinds
         for verb in ("list", "watch")
     }
+    admission = "admissionregistration.k8s.io"
     assert recorded["worker"] == {
         ("", "resourcequotas", "patch"),
         ("resource.k8s.io", "resourceclaims", "patch"),
         ("resource.k8s.io", "resourceclaims", "delete"),
+        *(
+            (admission, kind, verb)
+            for kind in ("validatingadmissionpolicies", "validatingadmissionpolicybindings")
+            for verb in ("patch", "list", "delete")  # apply is a patch; prune lists ours, deletes one
+        ),
     }
-    for component, role_name in COMPONENTS.items():
-        role, calls = granted(roles[role_name]), recorded[component]
+    for component, role_names in COMPONENTS.items():
+        role = set().union(*(granted(roles[name]) for name in role_names))
+        calls = recorded[component]
         assert calls - role == set(), f"{component} calls what its ClusterRole does not grant"
         assert role - calls == set(), f"{component}'s ClusterRole grants what it never calls"
 
@@ -147,6 +181,7 @@ def test_each_role_is_bound_to_the_service_account_of_the_pods_that_call(chart):
     }
     assert (account_of["sync"], "gpuplatform-sync") in bound
     assert (account_of["worker"], "gpuplatform-materialise") in bound
+    assert (account_of["worker"], "gpuplatform-admission") in bound
     (agent,) = by_kind(objects, "DaemonSet")
     assert (agent["spec"]["template"]["spec"]["serviceAccountName"], "gpuplatform-agent") in bound
     # the web and beat pods call no Kubernetes API: no binding, and no token mounted

@@ -66,6 +66,8 @@ FOREIGN_OBJECTS = {
     "sharing-policy": lambda cast: pol.sharing_policy(inv.pool("nlp-only", tenant=cast.nlp)),
     "policy-revision": lambda cast: pol.revision(inv.pool("nlp-only", tenant=cast.nlp)),
     "admission-rule": lambda cast: pol.admission_rule(tenant=cast.nlp, pool=inv.pool()),
+    # Applies name every tenant's policies on a cluster: platform objects.
+    "admission-apply": lambda cast: pol.admission_apply(),
     # Node agents and rollouts are platform objects. The agent protocol's own routes answer a user
     # 401 (they take an agent credential, which names its node: there is no other node to ask for).
     "agent-bootstrap-token": lambda cast: ag.bootstrap_token(),

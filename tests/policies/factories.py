@@ -9,7 +9,7 @@ from typing import Any
 from django.utils import timezone
 
 from inventory.models import Allocation, Gpu, Node, NodePool
-from policies.models import AdmissionRule, PolicyRevision, SharingPolicy
+from policies.models import AdmissionApply, AdmissionRule, PolicyRevision, SharingPolicy
 from tests.inventory import factories as inv
 
 
@@ -74,3 +74,12 @@ def revision(pool: NodePool) -> PolicyRevision:
 def admission_rule(*, tenant: Any, pool: NodePool) -> AdmissionRule:
     found, _ = AdmissionRule.objects.get_or_create(tenant=tenant, pool=pool, defaults={"max_per_pod": 2})
     return found
+
+
+def admission_apply(cluster: Any = None) -> AdmissionApply:
+    """A finished apply of admission rules to a cluster (a platform object)."""
+    return AdmissionApply.objects.create(
+        cluster=cluster or inv.cluster(),
+        state="done",
+        applied=["ValidatingAdmissionPolicy/gpuplatform-tenant-nlp"],
+    )

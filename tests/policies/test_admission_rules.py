@@ -11,20 +11,34 @@ import kubernetes
 import kubernetes_validate
 import pytest
 
+from gpuplatform.audit.models import AuditEvent
 from gpuplatform.errors import Forbidden, ValidationFailed
+from inventory.kube import KubeError
 from inventory.services import create_cluster
 from policies.compiler.admission import MAX_GPU_CONTAINERS, PoolRule, cel_expressions
+from policies.models import AdmissionApply
 from policies.services.admission import (
     KUBERNETES_SCHEMA_VERSION,
-    apply_admission,
     compile_cluster_admission,
     delete_admission_rule,
+    request_admission_apply,
     save_admission_rule,
 )
+from policies.tasks import apply_admission_task
 from quotas.models import Flavor, PriorityClass
+from tests.helpers import assert_problem
 from tests.policies.factories import h100_pool
 
 pytestmark = pytest.mark.django_db
+
+
+def apply_admission(*, cluster_id, actor):
+    """As the platform does it: the web process asks, a worker runs the task by id."""
+    job = request_admission_apply(actor=actor, cluster_id=cluster_id)
+    assert apply_admission_task(str(job.pk)) == "done"
+    job.refresh_from_db()
+    return {"applied": job.applied, "removed": job.removed}
+
 
 H100 = "nvidia.com/gpu-h100"
 MIG = "nvidia.com/mig-1g.10gb-h100"
@@ -230,3 +244,92 @@ def test_the_cluster_itself_refuses_a_pod_that_breaks_its_tenants_rules(cast, ru
         "containers": [{**body["spec"]["containers"][0], "resources": {"limits": {H100: "2"}}}],
     }
     assert core.create_namespaced_pod("team-vision", within).metadata.name == "fits"
+
+
+def test_applying_over_http_queues_a_job_a_worker_runs_and_the_caller_polls(
+    cast, rules, api, django_capture_on_commit_callbacks
+):
+    # The web process holds no cluster credential: it records the ask and queues the task by id; the
+    # worker (the chart's service account with the admission-policy rights) makes the calls.
+    cluster, _, admission = rules
+    pat = api(cast.pat)
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        asked = pat.post("/api/v1/admission-rules/apply/", {"cluster": str(cluster.pk)}, format="json")
+    assert asked.status_code == 202, asked.json()
+    job = asked.json()
+    assert (job["state"], job["cluster_name"], job["requested_by"], job["applied"]) == (
+        "queued",
+        "sim",
+        "pat",
+        [],
+    )
+    assert asked["Location"] == f"/api/v1/admission-applies/{job['id']}/"
+    assert len(queued) == 1  # one message, sent once the ask is committed
+    assert admission.list_validating_admission_policy().items == []  # nothing reached the cluster yet
+    requested = AuditEvent.objects.get(action="admission.apply_requested")
+    assert (requested.actor_label, requested.after["apply"]) == ("pat", job["id"])
+    # a second ask while the first is still queued is the same job (it compiles the rules when it runs)
+    again = pat.post("/api/v1/admission-rules/apply/", {"cluster": str(cluster.pk)}, format="json")
+    assert (again.status_code, again.json()["id"]) == (202, job["id"])
+
+    assert apply_admission_task(job["id"]) == "done"  # what the worker runs
+    polled = pat.get(asked["Location"]).json()
+    assert polled["state"] == "done" and polled["error"] == ""
+    assert sorted(polled["applied"]) == [
+        "ValidatingAdmissionPolicy/gpuplatform-reserved-t4",
+        "ValidatingAdmissionPolicy/gpuplatform-tenant-vision",
+        "ValidatingAdmissionPolicyBinding/gpuplatform-reserved-t4",
+        "ValidatingAdmissionPolicyBinding/gpuplatform-tenant-vision",
+    ]
+    assert polled["started_at"] and polled["finished_at"]
+    assert {p.metadata.name for p in admission.list_validating_admission_policy().items} == {
+        "gpuplatform-reserved-t4",
+        "gpuplatform-tenant-vision",
+    }
+    done = AuditEvent.objects.get(action="admission.applied")
+    assert done.actor_label == "pat" and done.after["state"] == "done" and len(done.after["applied"]) == 4
+    # a redelivered message finds the job finished: nothing is applied or audited twice
+    assert apply_admission_task(job["id"]) == "done"
+    assert AuditEvent.objects.filter(action="admission.applied").count() == 1
+    # the list shows it too, newest first
+    assert [j["id"] for j in pat.get("/api/v1/admission-applies/").json()["results"]] == [job["id"]]
+
+
+def test_a_refused_apply_is_failed_with_the_clusters_answer_and_asking_again_retries(
+    cast, rules, kubesim, api
+):
+    cluster, _, admission = rules
+    pat = api(cast.pat)
+    refusal = kubesim.faults.add("error", verbs="patch", resources="validatingadmissionpolicies", status=503)
+    job = pat.post("/api/v1/admission-rules/apply/", {"cluster": str(cluster.pk)}, format="json").json()
+    with pytest.raises(KubeError):
+        apply_admission_task(job["id"])  # raised for the worker's log and failure metrics
+    failed = pat.get(f"/api/v1/admission-applies/{job['id']}/").json()
+    assert failed["state"] == "failed" and "503" in failed["error"] and failed["applied"] == []
+    assert AuditEvent.objects.filter(action="admission.apply_failed").count() == 1
+    assert not AuditEvent.objects.filter(action="admission.applied").exists()
+
+    kubesim.faults.remove(refusal.id)
+    retry = pat.post("/api/v1/admission-rules/apply/", {"cluster": str(cluster.pk)}, format="json").json()
+    assert retry["id"] != job["id"]  # a failed job stays as it was; a new one is queued
+    assert apply_admission_task(retry["id"]) == "done"
+    assert len(admission.list_validating_admission_policy().items) == 2
+
+
+def test_only_platform_admins_apply_and_an_unknown_cluster_queues_nothing(cast, rules, api):
+    cluster, _, _ = rules
+    refused = api(cast.alice).post(
+        "/api/v1/admission-rules/apply/", {"cluster": str(cluster.pk)}, format="json"
+    )
+    assert_problem(refused, 403, "permission_denied")
+    unknown = api(cast.pat).post(
+        "/api/v1/admission-rules/apply/", {"cluster": "00000000-0000-0000-0000-000000000000"}, format="json"
+    )
+    assert_problem(unknown, 404, "policy.unknown_cluster")
+    malformed = api(cast.pat).post("/api/v1/admission-rules/apply/", {"cluster": "sim"}, format="json")
+    assert malformed.status_code == 400
+    assert not AdmissionApply.objects.exists()
+    assert not AuditEvent.objects.filter(action__startswith="admission.apply").exists()
+    # and a tenant never sees the applies (platform objects: they name every tenant's policies)
+    request_admission_apply(actor=cast.pat, cluster_id=cluster.pk)
+    assert api(cast.alice).get("/api/v1/admission-applies/").json()["results"] == []

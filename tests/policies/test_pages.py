@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.models import PolicyRevision, SharingPolicy
+from policies.models import AdmissionApply, PolicyRevision, SharingPolicy
 from policies.services.admission import save_admission_rule
 from tests.policies.factories import gpu_pod, h100_pool
 
@@ -85,3 +85,31 @@ def test_tenants_see_no_sharing_pages_and_only_their_own_admission_rules(cast, c
     client.force_login(cast.bob)
     status, html = page(client, "/policies/admission-rules/")
     assert "<td>nlp</td>" in html and "<td>3</td>" in html
+
+
+def test_apply_on_the_page_queues_a_job_for_a_worker_and_shows_how_it_went(
+    cast, client, pool, django_capture_on_commit_callbacks
+):
+    save_admission_rule(
+        actor=cast.pat,
+        tenant_id=cast.nlp.pk,
+        pool_id=pool.pk,
+        allowed_flavor_ids=[],
+        max_per_pod=3,
+        allowed_priority_class_ids=[],
+    )
+    client.force_login(cast.pat)
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        response = client.post(
+            "/policies/admission-rules/", {"intent": "apply", "pool": str(pool.pk)}, follow=True
+        )
+    html = response.content.decode()
+    assert response.status_code == 200 and len(queued) == 1  # the worker's task, after commit
+    assert f"Apply to {pool.cluster.name} queued" in html
+    (job,) = AdmissionApply.objects.all()
+    assert (job.state, job.cluster_id, job.requested_by) == ("queued", pool.cluster_id, cast.pat)
+    assert "<td>queued</td>" in html  # the applies table, newest first
+    # a tenant sees neither the button nor the applies
+    client.force_login(cast.bob)
+    html = client.get("/policies/admission-rules/").content.decode()
+    assert 'data-testid="applies"' not in html and "Apply to" not in html
