@@ -25,6 +25,10 @@ case "$role" in
       --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-*}" \
       --access-logfile - "$@" ;;
   worker)
+    # Prefork children write their metrics samples here (gpuplatform/task_metrics.py): start empty.
+    if [ -n "${PROMETHEUS_MULTIPROC_DIR:-}" ] && [ "${GPUPLATFORM_ENTRYPOINT_PRINT:-0}" != "1" ]; then
+      rm -rf "$PROMETHEUS_MULTIPROC_DIR" && mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
+    fi
     run celery -A gpuplatform worker --loglevel "${LOG_LEVEL:-INFO}" \
       --concurrency "${WORKER_CONCURRENCY:-4}" -Q "${CELERY_TASK_DEFAULT_QUEUE:-celery}" "$@" ;;
   beat)

@@ -362,7 +362,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     # Both of a queue's fungibility fields share one choice set: one name for it in the schema.
-    "ENUM_NAME_OVERRIDES": {"FlavorFungibilityEnum": "quotas.models.catalogue.Fungibility.choices"},
+    "ENUM_NAME_OVERRIDES": {
+        "FlavorFungibilityEnum": "quotas.models.catalogue.Fungibility.choices",
+        # queued/running/done/failed: report jobs and admission applies share the one choice set.
+        "JobStateEnum": "metering.models.jobs.JobState.choices",
+    },
 }
 
 SESSION_COOKIE_HTTPONLY = True

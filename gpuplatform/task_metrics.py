@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hmac
 import os
 import threading
 import time
@@ -54,6 +55,13 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.split("?")[0] != "/metrics":
             self.send_error(404)
+            return
+        # Like the web's /metrics: with METRICS_TOKEN set (the chart always sets it) only its bearer
+        # scrapes; the chart's ServiceMonitor sends it.
+        token = os.environ.get("METRICS_TOKEN", "")
+        sent = self.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        if token and not hmac.compare_digest(sent.encode(), token.encode()):
+            self.send_error(401)
             return
         body, content_type = exposition()
         self.send_response(200)

@@ -130,3 +130,24 @@ def test_json_logs_carry_the_request_id():
         "quota changed",
     )
     assert line["time"]
+
+
+def test_the_workers_endpoint_answers_only_the_metrics_token_when_one_is_set(monkeypatch):
+    # What the chart's worker ServiceMonitor relies on: the same bearer token as the web's /metrics.
+    import requests
+
+    from gpuplatform.task_metrics import serve_worker_metrics
+
+    monkeypatch.setenv("METRICS_TOKEN", "s3cret-token")
+    server = serve_worker_metrics(0, host="127.0.0.1")
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        assert requests.get(url, timeout=5).status_code == 401
+        assert requests.get(url, headers={"Authorization": "Bearer wrong"}, timeout=5).status_code == 401
+        answered = requests.get(url, headers={"Authorization": "Bearer s3cret-token"}, timeout=5)
+        assert answered.status_code == 200
+        names = {f.name for f in text_string_to_metric_families(answered.text)}
+        assert "gpuplatform_task_duration_seconds" in names
+    finally:
+        server.shutdown()
+        server.server_close()

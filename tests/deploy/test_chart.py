@@ -185,3 +185,30 @@ def test_an_agent_without_the_bundle_key_is_refused_at_render():
     values["agent"]["bundlePublicKey"] = ""
     with pytest.raises(Exception, match="bundlePublicKey"):
         render(values)
+
+
+def test_the_workers_metrics_are_scraped_with_the_token_like_the_webs():
+    objects = render(values_of(_example("single-cluster")))
+    worker = named(objects, "Deployment", "gpuplatform-worker")["spec"]["template"]["spec"]
+    container = worker["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["CELERY_METRICS_PORT"] == "9808" and env["PROMETHEUS_MULTIPROC_DIR"].startswith("/tmp/")
+    assert container["ports"] == [{"name": "metrics", "containerPort": 9808, "protocol": "TCP"}]
+    service = named(objects, "Service", "gpuplatform-worker-metrics")
+    selected = service["spec"]["selector"]
+    assert (
+        selected.items() <= worker_labels(objects).items()
+        and selected["app.kubernetes.io/component"] == "worker"
+    )
+    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    monitor = named(objects, "ServiceMonitor", "gpuplatform-worker")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    web_monitor = named(objects, "ServiceMonitor", "gpuplatform")
+    assert not web_monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["port"] == "metrics"
+    assert endpoint["authorization"] == web_monitor["spec"]["endpoints"][0]["authorization"]
+
+
+def worker_labels(objects):
+    return named(objects, "Deployment", "gpuplatform-worker")["spec"]["template"]["metadata"]["labels"]
