@@ -19,6 +19,8 @@ class Request:
     body: bytes = b""
     # Set by the server for watches: True once the client has gone away.
     client_gone: Callable[[], bool] = field(default=lambda: False)
+    # Set by the API once the bearer token is authenticated (kubesim.authn.UserInfo).
+    user: Any = None
 
     def flag(self, name: str) -> bool:
         return self.query.get(name, "").lower() in ("1", "true", "yes")

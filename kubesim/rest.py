@@ -12,12 +12,13 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from kubesim import admin, conversion, discovery, errors, eviction, negotiation, openapi, registry
+from kubesim import admin, authn, conversion, discovery, errors, eviction, negotiation, openapi, registry
 from kubesim.errors import ApiError
 from kubesim.faults import Faults
 from kubesim.http_types import Request, Response, error_response, json_response
@@ -63,6 +64,8 @@ class Api:
         self.server_address = server_address
         self.verbs = Verbs(store)
         self.request_log: RequestLog | None = None  # set by start(request_log=True)
+        self.users: dict[str, authn.UserInfo] = {}
+        self._users_lock = threading.Lock()
 
     # ------------------------------------------------------------------------------------- entry
 
@@ -78,7 +81,19 @@ class Api:
     def _authorized(self, req: Request) -> bool:
         auth = req.headers.get("authorization", "")
         scheme, _, credential = auth.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(credential.strip(), self.token)
+        if scheme.lower() != "bearer":
+            return False
+        if hmac.compare_digest(credential.strip(), self.token):
+            req.user = authn.ADMIN
+            return True
+        with self._users_lock:
+            req.user = self.users.get(credential.strip())
+        return req.user is not None
+
+    def add_user(self, token: str, user: authn.UserInfo) -> None:
+        """Accept ``token`` as ``user`` (kubesim.authn: what the authenticator would make of it)."""
+        with self._users_lock:
+            self.users[token] = user
 
     def _handle(self, req: Request) -> Response:
         path = req.path.rstrip("/") or "/"

@@ -83,13 +83,32 @@ class Sim:
         """The PEM of the CA that signed the serving certificate ("" over plain HTTP)."""
         return self.certificates.ca_pem if self.certificates is not None else ""
 
-    def api_client(self) -> Any:
+    def service_account_token(self, *, namespace: str, name: str, pod: str) -> str:
+        """A token bound to the pod ``namespace/pod`` running as service account ``name``, as the
+        kubelet projects one (kubesim.authn.service_account_user says what the server makes of it)."""
+        import secrets
+
+        from kubesim import authn
+
+        found = self.store.get("pods", namespace, pod)
+        if found is None:
+            raise LookupError(f"no pod {namespace}/{pod}")
+        node_name = (found.get("spec") or {}).get("nodeName")
+        node = self.store.get("nodes", None, node_name) if node_name else None
+        token = secrets.token_urlsafe(24)
+        user = authn.service_account_user(namespace=namespace, name=name, pod=found, node=node)
+        self.api.add_user(token, user)
+        return token
+
+    def api_client(self, token: str | None = None) -> Any:
         """A `kubernetes.client.ApiClient` configured for this simulator (its own Configuration),
-        verifying the server against this simulator's CA."""
+        verifying the server against this simulator's CA; the kubeconfig's token unless given one."""
         from kubernetes import client
 
         config = client.Configuration(
-            host=self.url, api_key={"authorization": self.token}, api_key_prefix={"authorization": "Bearer"}
+            host=self.url,
+            api_key={"authorization": token or self.token},
+            api_key_prefix={"authorization": "Bearer"},
         )
         if self.certificates is not None:
             config.ca_cert_data = self.certificates.ca_pem

@@ -400,6 +400,8 @@ class Store:
             dry_run=opts.dry_run,
             username=opts.username,
             groups=list(opts.groups),
+            uid=opts.uid,
+            extra=dict(opts.extra),
             options=options,
         )
         return self.admission.admit(request)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kubesim import conversion, defaults, managed_fields, quantity, schema, validation
@@ -32,6 +32,8 @@ class WriteOptions:
     # components; the HTTP layer names the kubeconfig's user.
     username: str = "system:kubesim"
     groups: tuple[str, ...] = ("system:masters", "system:authenticated")
+    uid: str = ""
+    extra: dict[str, list[str]] = field(default_factory=dict)
 
 
 def timestamp(epoch: float) -> str:

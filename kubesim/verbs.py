@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from kubesim import conversion, errors, managed_fields, patches, protobuf, schema
+from kubesim.authn import ADMIN
 from kubesim.errors import ApiError
 from kubesim.http_types import Request, Response, json_response
 from kubesim.registry import ResourceInfo, split_api_version
@@ -42,14 +43,17 @@ def _options(req: Request, info: ResourceInfo, version: str, **extra: Any) -> Wr
         field_validation=req.query.get("fieldValidation") or "Warn",
         dry_run=dry == "All",
         api_version=info.api_version_for(version),
-        username=HTTP_USER,
+        username=(req.user or ADMIN).username,
+        groups=(req.user or ADMIN).groups,
+        uid=(req.user or ADMIN).uid,
+        extra=dict((req.user or ADMIN).extra),
         **extra,
     )
 
 
 BODY_TYPES = ("application/json", "application/yaml")
 # The user the kubeconfig's bearer token stands for, as admission sees it (request.userInfo.username).
-HTTP_USER = "kubesim-admin"
+HTTP_USER = ADMIN.username
 
 
 def _json_body(req: Request) -> Any:

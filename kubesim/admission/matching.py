@@ -31,6 +31,8 @@ class AdmissionRequest:
     dry_run: bool = False
     username: str = ""
     groups: list[str] = field(default_factory=list)
+    uid: str = ""
+    extra: dict[str, list[str]] = field(default_factory=dict)
     options: dict[str, Any] | None = None
     namespace_labels: dict[str, str] | None = None
 

@@ -185,7 +185,13 @@ class ValidatingPolicies:
             "name": req.name,
             "namespace": req.namespace,
             "operation": req.operation,
-            "userInfo": {"username": req.username, "groups": list(req.groups)},
+            # authentication.k8s.io/v1 UserInfo: empty fields are omitted, as the server's are.
+            "userInfo": {
+                "username": req.username,
+                "groups": list(req.groups),
+                **({"uid": req.uid} if req.uid else {}),
+                **({"extra": {k: list(v) for k, v in req.extra.items()}} if req.extra else {}),
+            },
             "dryRun": req.dry_run,
             "options": req.options,
         }

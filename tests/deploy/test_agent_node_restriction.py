@@ -1,7 +1,7 @@
 """The chart's ValidatingAdmissionPolicy for the node agent, evaluated with cel-python (the CEL core
 language the API server's cel-go also implements) on the requests an agent could send: it may set its
-own policy labels on the node it runs on, and nothing else. (kubesim evaluates admission policies once
-that work lands; this test then belongs there, through the API.)"""
+own policy labels on the node it runs on, and nothing else; and the same policy installed in kubesim,
+which evaluates it as the API server does, refusing the agent's own pod-bound token on another node."""
 
 from __future__ import annotations
 
@@ -113,3 +113,47 @@ def test_anything_else_is_refused(policy, case, old, new, node_name, refusal):
 def test_other_identities_are_not_this_policys_business(policy):
     other = "system:serviceaccount:gpuplatform:gpuplatform-sync"
     assert admit(policy, node("gpu-2", BASE), node("gpu-2", None), user=other) == ["not matched"]
+
+
+def test_kubesim_itself_refuses_the_agents_token_on_another_node_and_admits_its_own(kubesim_factory):
+    # The chart's rendered policy and binding installed in kubesim, which evaluates them as the API
+    # server does, with the userInfo a pod-bound service-account token carries (its node's name in
+    # the authentication.kubernetes.io/node-name extra).
+    from kubernetes import client as k8s
+
+    objects = render(values_of(next(p for p in EXAMPLES if p.stem == "values-single-cluster")))
+    sim = kubesim_factory(scenario="mixed", nodes=4, seed=1)
+    admin: Any = k8s.AdmissionregistrationV1Api(sim.api_client())  # plain dicts for bodies
+    admin.create_validating_admission_policy(by_kind(objects, "ValidatingAdmissionPolicy")[0])
+    admin.create_validating_admission_policy_binding(by_kind(objects, "ValidatingAdmissionPolicyBinding")[0])
+    core: Any = k8s.CoreV1Api(sim.api_client())
+    own, other = (n.metadata.name for n in core.list_node().items[:2])
+    core.create_namespace({"metadata": {"name": "gpuplatform"}})
+    core.create_namespaced_pod(
+        "gpuplatform",
+        {
+            "metadata": {"name": "gpuplatform-agent-x1"},
+            "spec": {
+                "serviceAccountName": "gpuplatform-agent",
+                "nodeName": own,
+                "containers": [{"name": "agent", "image": "gpuplatform:1"}],
+            },
+        },
+    )
+    token = sim.service_account_token(
+        namespace="gpuplatform", name="gpuplatform-agent", pod="gpuplatform-agent-x1"
+    )
+    agent: Any = k8s.CoreV1Api(sim.api_client(token))
+    label = {"metadata": {"labels": {"nvidia.com/mig.config": "gpuplatform-r3"}}}
+
+    with pytest.raises(k8s.ApiException) as refused:
+        agent.patch_node(other, label)
+    assert refused.value.status == 403  # the validations' reason: Forbidden, as NodeRestriction answers
+    assert "the node agent may change only the node it runs on" in str(refused.value.body)
+    assert (core.read_node(other).metadata.labels or {}).get("nvidia.com/mig.config") != "gpuplatform-r3"
+
+    agent.patch_node(own, label)
+    assert core.read_node(own).metadata.labels["nvidia.com/mig.config"] == "gpuplatform-r3"
+    # the same write with the kubeconfig's administrator is not this policy's business
+    core.patch_node(other, label)
+    assert core.read_node(other).metadata.labels["nvidia.com/mig.config"] == "gpuplatform-r3"
