@@ -22,7 +22,7 @@ from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from gpuplatform.api.viewsets import ScopedViewSet, scoped
 from gpuplatform.errors import NotFound, ValidationFailed
 from metering.chargeback.report import IDLE_MODES
-from metering.exports.focus import focus_chunks
+from metering.exports.focus_sql import focus_export
 from metering.exports.formats import csv_chunks, json_chunks
 from metering.exports.lines import export_lines
 from metering.models import BillingPeriod, ExportFormat, ReportFile, ReportJob, ReportLine
@@ -146,9 +146,12 @@ class ReportExportView(APIView):
                     "an XLSX export is of one period", code="period_required", field="period"
                 )
             return _xlsx_response(period, lines, f"{name}-lines.xlsx", sees_all=request.user.sees_all_tenants)  # type: ignore[union-attr]
-        rows = export_lines(lines)
         chunks: Iterator[bytes] = (
-            focus_chunks(rows) if fmt == "focus" else json_chunks(rows) if fmt == "json" else csv_chunks(rows)
+            focus_export(lines)
+            if fmt == "focus"
+            else json_chunks(export_lines(lines))
+            if fmt == "json"
+            else csv_chunks(export_lines(lines))
         )
         suffix = "json" if fmt == "json" else "csv"
         response = StreamingHttpResponse(chunks, content_type=STREAMED[fmt])

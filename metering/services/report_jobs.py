@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Forbidden, NotFound
-from metering.exports.focus import focus_chunks
+from metering.exports.focus_sql import focus_export
 from metering.exports.formats import csv_chunks
 from metering.exports.lines import export_lines
 from metering.exports.xlsx import write_xlsx
@@ -122,10 +122,9 @@ def _progress(job: ReportJob, percent: int, step: str) -> None:
 
 
 def period_chunks(period: BillingPeriod, fmt: str) -> Iterator[bytes]:
-    lines = export_lines(ReportLine.objects.filter(period=period))
     if fmt == ExportFormat.FOCUS:
-        return focus_chunks(lines)
-    return csv_chunks(lines)
+        return focus_export(ReportLine.objects.filter(period=period))
+    return csv_chunks(export_lines(ReportLine.objects.filter(period=period)))
 
 
 def write_period_xlsx(out: IO[bytes], *, period: BillingPeriod, lines: Any = None) -> None:

@@ -225,3 +225,41 @@ def test_a_job_another_worker_holds_is_left_alone_and_a_lost_one_is_taken_up(clo
     assert (held.state, ReportFile.objects.count()) == (JobState.RUNNING, 0)
     resumed = run_report_job(job_id=job.pk, now=lambda: LATER + timedelta(hours=1))
     assert (resumed.state, ReportFile.objects.count()) == (JobState.DONE, 3)
+
+
+def test_postgresqls_copy_writes_the_bytes_the_python_formatter_writes(closed, cast):
+    """The FOCUS file comes from PostgreSQL's COPY on PostgreSQL and from Python on SQLite (the
+    demo): both must give the same bytes, here on awkward lines (quotes, commas, line breaks, empty
+    texts, half-cent ties rounded half-even, a currency without cents, an adjustment)."""
+    from gpuplatform.api.viewsets import scoped
+    from metering.exports.focus import focus_chunks
+    from metering.exports.focus_sql import copied_focus_chunks
+    from metering.exports.lines import export_lines
+    from metering.models import ReportLine
+
+    april = ensure_period(at=LATER)
+    odd = {
+        "pool_name": 'east/"pool", 1', "flavor_name": "a\r\nb", "gpu_model": "H100\n80GB",
+        "cost_centre": "", "tenant_path": closed.period.lines.exclude(tenant=None).first().tenant_path,
+    }  # fmt: skip
+    for n, (currency, amount, kind, extra) in enumerate(
+        [
+            ("USD", D("0.0050"), "charge", odd),  # tie: half-even 0.00 (round() would say 0.01)
+            ("USD", D("0.0150"), "charge", {}),  # tie: 0.02
+            ("USD", D("-0.0050"), "adjustment", {"adjusts": "2025-03"}),  # -0.00 is written 0.00
+            ("JPY", D("1234.5000"), "idle", {"tenant_path": ""}),  # no cents, tie: 1234
+            ("BHD", D("1.2345"), "idle_share", {"adjusts": "1999-01"}),  # three places: 1.234
+            ("", D("7"), "charge", {"basis": "utilisation", "used_ge_hours": D("0.3")}),
+            ("USD", None, "charge", {}),  # unpriced: left out of FOCUS
+        ],
+        start=100,
+    ):
+        ReportLine.objects.create(
+            period=april, line_no=n, kind=kind, tenant=cast.vision if kind != "idle" else None,
+            currency=currency, unit_price=D("2.5"), ge_hours=D("1.5"), card_hours=D("0"),
+            amount_exact=amount, amount=amount, rate_card_ref="", **({"basis": "allocation"} | extra),
+        )  # fmt: skip
+    for lines in (ReportLine.objects.all(), scoped(ReportLine.objects.all(), cast.alice)):
+        python = b"".join(focus_chunks(export_lines(lines)))
+        assert b"".join(copied_focus_chunks(lines)) == python
+        assert python.count(b"\r\n") > 7
