@@ -49,6 +49,7 @@ from metering.collection.simulated import SimulatedUsageSource
 from metering.models import BillingPeriod, MeteredHour, MetricsSource, PeriodState, UsageHour
 from metering.models.usage import QTY_PLACES
 from metering.prom import PrometheusUsageSource
+from metering.services.adjustments import book_late_data
 from metering.services.ledger import flavor_names
 from metering.services.periods import ensure_period
 
@@ -69,6 +70,7 @@ class UsageMetered:
     error: str
     queries: int
     max_query_samples: int | None
+    adjustments: int = 0  # lines booked in the next open period (the hour's period is closed)
 
 
 def usage_source_for(*, cluster_id: uuid.UUID) -> tuple[UsageSource | None, SourceConfig]:
@@ -128,11 +130,22 @@ def meter_usage_hour(
         )
         rows = marker.rows
         complete = not error and all(line.complete for line in lines)
-        if period.state == PeriodState.CLOSED:
-            # The database refuses changes to a closed period; usage meters are not priced, so the
-            # late answer is recorded on the hour and not booked.
-            error = error or f"period {period.label} is closed: usage rows kept as they were"
-            complete = marker.complete
+        adjustments = 0
+        if period.state == PeriodState.CLOSED and error:
+            complete = False  # nothing was read: nothing to book; retried while the data is kept
+        elif period.state == PeriodState.CLOSED:
+            # The database refuses changes to a closed period: what the hour reads now, net of its
+            # closed rows and of adjustments already booked, is booked in the next open period.
+            meta = _allocation_meta([line.holder.share_key for line in lines if line.holder])
+            adjustments = book_late_data(
+                cluster_id=cluster_id,
+                hour=hour,
+                period=period,
+                fresh=[_row(cluster_id, hour, period, source.name, line, meta) for line in lines],
+                meters=USAGE_METERS,
+                what=f"usage ({source.name})",
+                partial_only_adds=True,
+            )
         elif error and existing.exists():
             complete = False  # an outage never overwrites what an earlier attempt read
         else:
@@ -159,6 +172,7 @@ def meter_usage_hour(
         error,
         len(readings.queries),
         max(samples) if samples else None,
+        adjustments,
     )
 
 

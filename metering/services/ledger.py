@@ -20,14 +20,13 @@ from fractions import Fraction
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q, Sum
+from django.db.models import Q
 from django.utils import timezone
 
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
 from inventory.models import Allocation, Cluster, Node
 from metering.chargeback.split import SECONDS_PER_HOUR, NodeHolding, split_node_hour
 from metering.models import (
-    Adjustment,
     Attribution,
     BillingPeriod,
     CapacityHour,
@@ -37,7 +36,8 @@ from metering.models import (
     UsageHour,
 )
 from metering.models.usage import QTY_PLACES
-from metering.services.periods import ensure_period, next_open_period
+from metering.services.adjustments import book_late_data
+from metering.services.periods import ensure_period
 from quotas.models import Flavor
 
 LEDGER_SOURCE = "ledger"
@@ -72,7 +72,14 @@ def meter_allocation_hour(
         usage, capacity = _compute_hour(cluster_id=cluster_id, hour=hour, period=period)
         adjustments = 0
         if period.state == PeriodState.CLOSED:
-            adjustments = _book_late_data(cluster_id=cluster_id, hour=hour, period=period, usage=usage)
+            adjustments = book_late_data(
+                cluster_id=cluster_id,
+                hour=hour,
+                period=period,
+                fresh=usage,
+                meters=(Meter.ALLOCATED_GE_HOURS,),
+                what="allocation data",
+            )
         else:
             UsageHour.objects.filter(cluster_id=cluster_id, hour=hour, source=LEDGER_SOURCE).delete()
             CapacityHour.objects.filter(cluster_id=cluster_id, hour=hour).delete()
@@ -217,56 +224,3 @@ def _round_keeping_sum(values: dict[str, Fraction]) -> dict[str, Decimal]:
     return {
         k: (Decimal(units) / scale).quantize(_QUANTUM, rounding=ROUND_FLOOR) for k, units in floors.items()
     }
-
-
-def _book_late_data(
-    *, cluster_id: uuid.UUID, hour: datetime, period: BillingPeriod, usage: list[UsageHour]
-) -> int:
-    """Differences between what the closed period holds for this hour and what the ledger says now,
-    net of adjustments already booked, as Adjustment rows in the next open period."""
-    stored = {
-        (r.share_key, r.meter): (r.quantity, r.card_hours)
-        for r in UsageHour.objects.filter(cluster_id=cluster_id, hour=hour, source=LEDGER_SOURCE)
-    }
-    booked = {
-        (r["share_key"], r["meter"]): (r["q"], r["c"])
-        for r in Adjustment.objects.filter(adjusts_period=period, cluster_id=cluster_id, hour=hour)
-        .values("share_key", "meter")
-        .annotate(q=Sum("quantity_delta"), c=Sum("card_hours_delta"))
-    }
-    fresh = {(r.share_key, r.meter): r for r in usage}
-    target = None
-    count = 0
-    for key in sorted(set(stored) | set(fresh)):
-        row = fresh.get(key)
-        now_q, now_c = (row.quantity, row.card_hours) if row else (Decimal(0), Decimal(0))
-        was_q, was_c = stored.get(key, (Decimal(0), Decimal(0)))
-        adj_q, adj_c = booked.get(key, (Decimal(0), Decimal(0)))
-        delta_q, delta_c = now_q - was_q - adj_q, now_c - was_c - adj_c
-        if not delta_q and not delta_c:
-            continue
-        if target is None:
-            target = next_open_period(after=period)
-        source = row or _stored_row(cluster_id=cluster_id, hour=hour, key=key)
-        Adjustment.objects.create(
-            period=target,
-            adjusts_period=period,
-            cluster_id=cluster_id,
-            hour=hour,
-            share_key=key[0],
-            meter=key[1],
-            tenant_id=source.tenant_id if source else None,
-            pool_id=source.pool_id if source else None,
-            pool_name=source.pool_name if source else "",
-            gpu_model=source.gpu_model if source else "",
-            flavor_name=source.flavor_name if source else "",
-            quantity_delta=delta_q,
-            card_hours_delta=delta_c,
-            reason=f"late data for {period.label} ({hour:%Y-%m-%dT%H:00Z}) after it closed",
-        )
-        count += 1
-    return count
-
-
-def _stored_row(*, cluster_id: uuid.UUID, hour: datetime, key: tuple[str, str]) -> UsageHour | None:
-    return UsageHour.objects.filter(cluster_id=cluster_id, hour=hour, share_key=key[0], meter=key[1]).first()

@@ -189,11 +189,14 @@ def pools_by_id(pools: dict[tuple[Any, str], str]) -> dict[str, str]:
 
 
 def _priced_adjustments(*, period: BillingPeriod, tenants: dict[str, Any]) -> Iterator[PricedUsage]:
-    """Adjustments booked into ``period``, each priced at the rate of the hour it corrects."""
+    """Adjustments booked into ``period`` of the priced meters (GE-hours held and used), each priced
+    at the rate card and on the basis of the hour it corrects: an allocation adjustment's card-hours
+    count ``w``, a utilisation one's GE-hours ``1 - w`` (allocation basis w = 1, utilisation w = 0,
+    blended the card's weight), as ``priced_quantity`` weighs the two meters of an hour."""
     rows = list(
-        Adjustment.objects.filter(period=period, meter=Meter.ALLOCATED_GE_HOURS)
+        Adjustment.objects.filter(period=period, meter__in=(Meter.ALLOCATED_GE_HOURS, Meter.USED_GE_HOURS))
         .select_related("adjusts_period", "cluster")
-        .order_by("hour", "share_key", "created_at")
+        .order_by("hour", "share_key", "meter", "created_at")
     )
     if not rows:
         return
@@ -204,7 +207,15 @@ def _priced_adjustments(*, period: BillingPeriod, tenants: dict[str, Any]) -> It
             cards=old_cards, pool_id=r.pool_id, gpu_model=r.gpu_model, start=r.hour, end=r.hour + _HOUR
         )
         card = seg[0].card if seg else None
+        basis = card.basis if card else Basis.ALLOCATION
         tenant = tenants.get(str(r.tenant_id)) if r.tenant_id else None
+        held = r.meter == Meter.ALLOCATED_GE_HOURS
+        priced = priced_quantity(
+            basis=basis,
+            allocated=r.card_hours_delta if held else ZERO,
+            used=ZERO if held else r.quantity_delta,
+            weight=card.blend_weight if card else ONE,
+        )
         yield PricedUsage(
             tenant=str(r.tenant_id or ""),
             tenant_path=tenant["path"] if tenant else "",
@@ -213,10 +224,12 @@ def _priced_adjustments(*, period: BillingPeriod, tenants: dict[str, Any]) -> It
             gpu_model=r.gpu_model,
             currency=card.currency if card else "",
             unit_price=card.price_per_ge_hour if card else None,
-            ge_hours=r.quantity_delta,
-            card_hours=r.card_hours_delta,
+            ge_hours=r.quantity_delta if held else ZERO,
+            card_hours=priced,
             kind="adjustment",
             adjusts=r.adjusts_period.label,
+            basis=basis,
+            used_ge_hours=None if held else r.quantity_delta,
             rate_card=str(card.pk) if card else "",
         )
 
