@@ -4,11 +4,8 @@ failed first attempt, and resolved when the burning stops."""
 
 from __future__ import annotations
 
-import json
-import threading
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import time_machine
@@ -17,45 +14,12 @@ from inventory.models import Gpu
 from metering.models import AlertDelivery, AlertState, DeliveryState, SliSample, SloAlert
 from metering.services.slos import create_receiver, create_slo, deliver, evaluate_slo, standing
 from quotas.services.requests import submit_request
+from tests.metering_slo.receiver import Receiver
 from tests.quotas.conftest import make_catalog
 
 pytestmark = pytest.mark.django_db
 
 T0 = datetime(2026, 3, 10, 10, 0, tzinfo=UTC)
-
-
-class Receiver:
-    """A webhook receiver on a free port: answers 500 to the first ``fail`` posts, then 204, and
-    keeps the Idempotency-Keys it accepted."""
-
-    def __init__(self, fail: int = 0) -> None:
-        self.fail = fail
-        self.posts: list[tuple[str, dict]] = []
-        self.accepted: list[str] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                key = self.headers["Idempotency-Key"]
-                receiver.posts.append((key, body))
-                if len(receiver.posts) <= receiver.fail:
-                    self.send_response(500)
-                else:
-                    if key not in receiver.accepted:
-                        receiver.accepted.append(key)
-                    self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                return
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-    def close(self) -> None:
-        self.server.shutdown()
 
 
 @pytest.fixture
