@@ -26,3 +26,8 @@ class InventoryConfig(AppConfig):
             order=20,
             page=TENANT,
         )
+
+        from gpuplatform.ui.attention import register_attention
+        from inventory.attention import attention
+
+        register_attention(name="inventory", source=attention)

@@ -10,8 +10,10 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Q, Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 
 from gpuplatform.ui.auth import current_user
+from gpuplatform.ui.panels import POOL_DASHBOARD, panels_for
 from inventory import selectors
 from inventory.api.filters import AllocationFilter
 from inventory.capacity import pool_model_capacity
@@ -75,6 +77,24 @@ def pool_detail(request: HttpRequest, pool_id: str) -> HttpResponse:
         request,
         "inventory/pool.html",
         {"pool": pool, "capacity": capacity, "nodes": nodes, "chart": chart},
+    )
+
+
+@login_required
+def pool_dashboard(request: HttpRequest, pool_id: str) -> HttpResponse:
+    """A pool's dashboard: its fragmentation (inventory's own), then the panels of the apps above
+    (metering's utilisation heatmap, policies' state), for a pool the viewer sees."""
+    user = current_user(request)
+    pool = get_object_or_404(
+        NodePool.objects.visible_to(user).select_related("cluster", "tenant"), pk=pool_id
+    )
+    report = selectors.pool_fragmentation(pool=pool)
+    panels = [
+        render_to_string(panel.template, {"pool": pool, **panel.context(user, pool)}, request=request)
+        for panel in panels_for(POOL_DASHBOARD)
+    ]
+    return render(
+        request, "inventory/pool_dashboard.html", {"pool": pool, "report": report, "panels": panels}
     )
 
 

@@ -16,6 +16,7 @@ class MeteringConfig(AppConfig):
         # Admission's budget burn comes from the usage ledger (quotas defines the port).
         set_burn_source(burned_from_ledger)
         register_panel(name="finance", template=TEMPLATE, context=overview_context, order=30)
+        self._register_dashboards()
 
         from gpuplatform.metrics import register_collector
         from metering import slo_tasks  # noqa: F401  (registers metering.evaluate_slos, deliver_alert)
@@ -24,3 +25,28 @@ class MeteringConfig(AppConfig):
 
         register()
         register_collector("slos", collect)
+
+    @staticmethod
+    def _register_dashboards() -> None:
+        from gpuplatform.ui.attention import register_attention
+        from gpuplatform.ui.panels import POOL_DASHBOARD, TENANT_DASHBOARD, register_panel
+        from metering.dashboards import attention, pool, tenant
+
+        for order, (name, template, context) in enumerate(
+            (
+                ("holding", tenant.HOLDING_TEMPLATE, tenant.holding_context),
+                ("waits", tenant.WAITS_TEMPLATE, tenant.waits_context),
+                ("budgets", tenant.BUDGETS_TEMPLATE, tenant.budgets_context),
+            )
+        ):
+            register_panel(
+                name=name, template=template, context=context, order=order * 10, page=TENANT_DASHBOARD
+            )
+        register_panel(
+            name="heatmap",
+            template=pool.TEMPLATE,
+            context=pool.heatmap_context,
+            order=10,
+            page=POOL_DASHBOARD,
+        )
+        register_attention(name="metering", source=attention.attention)

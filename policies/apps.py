@@ -11,3 +11,16 @@ class PoliciesConfig(AppConfig):
         from policies.slis import register
 
         register()  # the policy rollout SLI, for metering's SLOs
+
+        from gpuplatform.ui.attention import register_attention
+        from gpuplatform.ui.panels import POOL_DASHBOARD, register_panel
+        from policies import dashboard
+
+        register_panel(
+            name="policy-state",
+            template=dashboard.TEMPLATE,
+            context=dashboard.pool_state_context,
+            order=20,
+            page=POOL_DASHBOARD,
+        )
+        register_attention(name="policies", source=dashboard.attention)

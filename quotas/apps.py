@@ -28,3 +28,8 @@ class QuotasConfig(AppConfig):
             order=10,
             page=TENANT,
         )
+
+        from gpuplatform.ui.attention import register_attention
+        from quotas.attention import attention
+
+        register_attention(name="quotas", source=attention)

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 
 from gpuplatform.errors import DomainError
 from gpuplatform.ui.auth import current_user
-from gpuplatform.ui.panels import TENANT, panels_for
+from gpuplatform.ui.panels import TENANT, TENANT_DASHBOARD, panels_for
 from tenants import scoping, services
 from tenants.forms import MembershipForm, RoleForm, TenantForm
 from tenants.models import Membership, Tenant
@@ -100,6 +100,19 @@ def tenant_detail(request: HttpRequest, tenant_id: uuid.UUID) -> HttpResponse:
         ],
     }
     return render(request, "tenants/detail.html", context)
+
+
+@login_required
+def tenant_dashboard(request: HttpRequest, tenant_id: uuid.UUID) -> HttpResponse:
+    """Quota against holds and use over time, queue waits and budgets: panels of the apps that own
+    those figures (metering), for a tenant the viewer sees (another tenant's is a 404)."""
+    tenant = _visible(request, tenant_id)
+    user = current_user(request)
+    panels = [
+        render_to_string(panel.template, {"tenant": tenant, **panel.context(user, tenant)}, request=request)
+        for panel in panels_for(TENANT_DASHBOARD)
+    ]
+    return render(request, "tenants/dashboard.html", {"tenant": tenant, "panels": panels})
 
 
 @login_required

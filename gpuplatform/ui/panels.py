@@ -1,9 +1,10 @@
 """Panels of the core's pages, filled in by the apps that own them (the core knows no domain app).
 
 An app registers a panel in its ``AppConfig.ready``: the page it goes on, a template and a function
-to that template's context. The overview's panels take the signed-in user; the tenant page's take the
-user and the tenant shown (a lower app such as tenants cannot read quotas or inventory itself). A page
-renders its panels in ``order``.
+to that template's context. The overview's panels take the signed-in user; the tenant page's and the
+tenant dashboard's take the user and the tenant shown (a lower app such as tenants cannot read quotas
+or inventory itself); the pool dashboard's take the user and the pool (inventory cannot read metering
+or policies). A page renders its panels in ``order``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 
 OVERVIEW = "overview"
 TENANT = "tenant"
+TENANT_DASHBOARD = "tenant-dashboard"
+POOL_DASHBOARD = "pool-dashboard"
 
 PanelContext = Callable[..., dict[str, Any]]
 

@@ -8,6 +8,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 
 from gpuplatform.audit.models import AuditEvent
+from gpuplatform.ui.attention import attention_for
 from gpuplatform.ui.auth import current_user
 from gpuplatform.ui.panels import overview_panels
 
@@ -22,7 +23,11 @@ def overview(request: HttpRequest) -> HttpResponse:
     panels = [
         render_to_string(panel.template, panel.context(user), request=request) for panel in overview_panels()
     ]
-    context = {"panels": panels, "recent_events": AuditEvent.objects.visible_to(user)[:8]}
+    context = {
+        "attention": attention_for(user),
+        "panels": panels,
+        "recent_events": AuditEvent.objects.visible_to(user)[:8],
+    }
     return render(request, "ui/overview.html", context)
 
 

@@ -5,13 +5,15 @@ URL configuration fails, and so does a UI page in neither this table nor NOT_LIS
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from quotas.models import PriorityClass, Quota
+from quotas.models import CapacityRequest, PriorityClass, Quota
 from tenants.services import create_tenant
 from tests.inventory import factories as inv
 from tests.isolation.routes import ui_routes
@@ -32,6 +34,10 @@ LIST_PAGES = {
     "catalogue-list/queues": lambda cast: "/catalogue/queues/",
     "tenant-detail": lambda cast: f"/tenants/{cast.research.pk}/",
     "inventory-node": lambda cast: f"/inventory/nodes/{inv.node().pk}/",
+    # The dashboards: research's requests (admitted by grow), budget and usage; the measured node's
+    # pool, whose cards grow each round (the heatmap reads them in one query).
+    "tenant-dashboard": lambda cast: f"/tenants/{cast.research.pk}/dashboard/",
+    "pool-dashboard": lambda cast: f"/inventory/pools/{inv.node().pool_id}/dashboard/",
 }
 # UI pages this table does not measure yet, each with its reason (a page added later lands here or
 # in LIST_PAGES; the test below fails on one in neither).
@@ -114,6 +120,12 @@ def grow(cast, start: int, stop: int) -> None:
         )
     met.usage(tenant=cast.research)
     met.report_line(tenant=cast.research)
+    adm.budget(tenant=cast.research)
+    # research's requests admitted half an hour ago: the tenant dashboard's holds and waits read them
+    half_hour_ago = timezone.now() - timedelta(minutes=30)
+    CapacityRequest.objects.filter(tenant=cast.research, admitted_at__isnull=True).update(
+        state="admitted", admitted_at=half_hour_ago
+    )
 
 
 def queries(client, url: str) -> int:

@@ -49,6 +49,7 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "tenant-detail": [lambda cast: {"tenant_id": cast.nlp.pk}],
     "tenant-edit": [lambda cast: {"tenant_id": cast.nlp.pk}],
     "tenant-delete": [lambda cast: {"tenant_id": cast.nlp.pk}],
+    "tenant-dashboard": [lambda cast: {"tenant_id": cast.nlp.pk}],
     "membership-add": [lambda cast: {"tenant_id": cast.nlp.pk}],
     "membership-edit": [
         lambda cast: {"membership_id": Membership.objects.get(tenant=cast.nlp, user=cast.bob).pk}
@@ -58,6 +59,7 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     ],
     "token-revoke": [lambda cast: {"token_id": ApiToken.objects.filter(user=cast.bob).first().pk}],
     "inventory-pool": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
+    "pool-dashboard": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "inventory-node": [lambda cast: {"node_id": inv.node().pk}],
     "queues-request": [lambda cast: {"request_id": adm.capacity_request(tenant=cast.nlp).pk}],
     "queues-decide": [decision(verdict) for verdict in ("approve", "refuse")],

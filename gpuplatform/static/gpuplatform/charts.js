@@ -1,13 +1,27 @@
 // Charts drawn from data the page embeds with json_script: a <canvas data-chart="ID"> reads the JSON
 // in the element ID. Kept in a file (not inline) so the Content-Security-Policy can forbid inline scripts.
-// Data: {labels, datasets: [{label, data, color}], stacked, horizontal}, or the capacity shorthand
-// {labels, allocated, free}.
+// Data: {labels, datasets: [{label, data, color, dash, point, outline, type}], type, stacked,
+// horizontal, unit}, or the capacity shorthand {labels, allocated, free}. Series stay apart without
+// colour: each may carry a dash pattern (dash), a point shape (point) and be drawn hollow (outline);
+// the tooltip gives every figure with its unit.
 (function () {
   "use strict";
   function datasetsOf(data) {
     if (data.datasets) {
       return data.datasets.map(function (set) {
-        return {label: set.label, data: set.data, backgroundColor: set.color};
+        var hollow = set.outline === true;
+        var out = {
+          label: set.label,
+          data: set.data,
+          backgroundColor: hollow ? "rgba(0,0,0,0)" : set.color,
+          borderColor: set.color,
+        };
+        if (set.type) { out.type = set.type; }
+        if (set.dash) { out.borderDash = set.dash; }
+        if (set.point) { out.pointStyle = set.point; out.pointRadius = 3; }
+        if (hollow || data.type === "line") { out.borderWidth = 2; }
+        if (data.type === "line") { out.fill = false; out.spanGaps = false; }
+        return out;
       });
     }
     return [
@@ -20,12 +34,26 @@
     if (!source || typeof Chart === "undefined") { return; }
     var data = JSON.parse(source.textContent);
     var stacked = data.stacked !== false;
+    var unit = data.unit ? " " + data.unit : "";
     new Chart(canvas, {
       type: data.type || "bar",
       data: {labels: data.labels, datasets: datasetsOf(data)},
       options: {
         indexAxis: data.horizontal === false ? "x" : "y",
         scales: {x: {stacked: stacked}, y: {stacked: stacked}},
+        interaction: {mode: "index", intersect: false},
+        plugins: {
+          legend: {labels: {usePointStyle: true}},
+          tooltip: {
+            callbacks: {
+              label: function (item) {
+                var value = data.horizontal === false ? item.parsed.y : item.parsed.x;
+                if (value === null || value === undefined || isNaN(value)) { return item.dataset.label + ": no data"; }
+                return item.dataset.label + ": " + value + unit;
+              },
+            },
+          },
+        },
       },
     });
   }
