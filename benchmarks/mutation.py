@@ -4,8 +4,9 @@
     .venv/bin/python benchmarks/mutation.py "quotas.admission.preemption*"   # mutants matching a glob
 
 mutmut copies the modules to ./mutants/, runs the pure suites (tests/quotas_engine,
-tests/inventory_domain, without Django) against each mutant and records which survive. This prints
-the kill rate and the survivors, to be recorded (and each one killed by a test or explained) in
+tests/admission_engine, tests/inventory_domain, tests/metering_chargeback, without Django) against
+each mutant and records which survive. This prints the kill rate and the survivors, to be recorded
+(and each one killed by a test or explained) in
 docs/benchmarks.md.
 """
 
