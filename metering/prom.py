@@ -14,9 +14,10 @@ Every query aggregates on the server and returns one number per series group, ne
 - energy is a counter: ``increase`` over the subquery at H+1h counts resets as resets (never negative).
 
 Chunks: a query's samples are about series x points of the hour. The inventory says how many series to
-expect (cards, GPU instances, pods); when that times the points passes the per-query budget the hour is
-queried in 16, 256, ... chunks by the first hex digits of the card UUID (random, so even), plus one chunk
-for UUIDs that are not hex (redacted or odd ones), so every series is read exactly once.
+expect (cards, GPU instances, pods); when that times the points (times the names a family reads: two for
+utilisation's fallback) passes the per-query budget, that family is queried in 16, 256, ... chunks by the
+first hex digits of the card UUID (random, so even), plus one chunk for UUIDs that are not hex (redacted
+or odd ones), so every series is read exactly once.
 """
 
 from __future__ import annotations
@@ -112,9 +113,6 @@ class PrometheusUsageSource:
         out = HourReadings(hour=plan.hour, step_seconds=step)
         end = plan.hour + timedelta(hours=1)
         gauge_at = end - timedelta(milliseconds=1)
-        chunks = plan_chunks(
-            expected_series=plan.expected_series, points=cfg.points_per_hour, budget=cfg.sample_budget
-        )
         share_by = [
             cfg.uuid_label,
             cfg.gpu_instance_label,
@@ -125,15 +123,19 @@ class PrometheusUsageSource:
         ]
         card_by = [cfg.uuid_label, cfg.gpu_instance_label, cfg.profile_label, *cfg.host_labels]
         energy_by = [cfg.uuid_label, *cfg.host_labels]
-        for chunk in chunks:
-            estimate = max(1, plan.expected_series // max(1, len(chunks) - 1)) * cfg.points_per_hour * 2
-            for meter, metrics in ((UTILISATION, cfg.utilisation), (MEMORY, cfg.memory)):
+        # Each family is chunked on its own: only utilisation reads two names (``A or B``), so only
+        # its queries carry twice the samples; memory and energy fit in fewer, larger chunks.
+        for meter, metrics in ((UTILISATION, cfg.utilisation), (MEMORY, cfg.memory)):
+            named = [(m.name, m.scale) for m in metrics]
+            chunks, estimate = self._chunks(plan, len(metrics))
+            for chunk in chunks:
                 sel = self._matchers(chunk, cfg.uuid_label)
-                named = [(m.name, m.scale) for m in metrics]
                 self._raw(out, meter, SHARE_SCOPE, named, share_by, "max", sel, chunk, gauge_at, estimate)
                 if plan.has_split_cards:
                     inner = self._dcgm(metrics, card_by, chunk)
                     self._gauge(out, meter, CARD_SCOPE, inner, chunk, gauge_at, estimate)
+        chunks, estimate = self._chunks(plan, len(cfg.energy))
+        for chunk in chunks:
             inner = self._dcgm(cfg.energy, energy_by, chunk)
             totals = self._query(
                 out, f"energy/{CARD_SCOPE}/increase", f"increase(({inner})[1h:{step}s])", chunk, end, estimate
@@ -147,12 +149,14 @@ class PrometheusUsageSource:
                 estimate,
             )
             self._collect(out, ENERGY, CARD_SCOPE, totals, counts, variant=0)
-            for meter, hami in ((UTILISATION, cfg.hami_utilisation), (MEMORY, cfg.hami_memory)):
-                for variant, metric in enumerate(hami):
+        for meter, hami in ((UTILISATION, cfg.hami_utilisation), (MEMORY, cfg.hami_memory)):
+            for variant, metric in enumerate(hami):
+                scale = metric.scale / float(BYTES_PER_MIB) if meter == MEMORY else metric.scale
+                by = [metric.device_label, metric.pod_label, metric.namespace_label]
+                named = [(metric.name, scale)]
+                chunks, estimate = self._chunks(plan, 1)  # current and legacy names: queried apart
+                for chunk in chunks:
                     sel = self._matchers(chunk, metric.device_label)
-                    scale = metric.scale / float(BYTES_PER_MIB) if meter == MEMORY else metric.scale
-                    by = [metric.device_label, metric.pod_label, metric.namespace_label]
-                    named = [(metric.name, scale)]
                     # Summed over a pod's containers: the pod is the share.
                     self._raw(
                         out,
@@ -171,6 +175,18 @@ class PrometheusUsageSource:
         return out
 
     # -- query building --------------------------------------------------------------------------
+
+    def _chunks(self, plan: HourPlan, names: int) -> tuple[list[Chunk], int]:
+        """A family's chunks, and the samples each is expected to read (series x points x names)."""
+        points = self.config.points_per_hour
+        chunks = plan_chunks(
+            expected_series=plan.expected_series,
+            points=points,
+            budget=self.config.sample_budget,
+            variants=names,
+        )
+        per_chunk = max(1, plan.expected_series // max(1, len(chunks) - 1))
+        return chunks, per_chunk * points * names
 
     def _matchers(self, chunk: Chunk, label: str) -> str:
         parts = [*self.config.selector]

@@ -7,6 +7,7 @@ tests/metering/usage_scenario.py. One point stands for a minute (scrape every 60
 from __future__ import annotations
 
 import io
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal as D
@@ -19,7 +20,7 @@ from gpuplatform.errors import Forbidden, ValidationFailed
 from metering.collection.config import SourceConfig
 from metering.models import MeteredHour, MetricsSource, UsageHour
 from metering.prom import PrometheusUsageSource, plan_chunks
-from metering.services.collection import meter_usage_hour, retry_incomplete_usage
+from metering.services.collection import build_plan, meter_usage_hour, retry_incomplete_usage
 from metering.services.sources import configure_metrics_source
 from metering.tasks import meter_usage_hour_task
 from tests.metering.prometheus import PrometheusServer, free_port, serve, silent_server
@@ -164,6 +165,32 @@ def test_chunked_queries_give_the_same_rows_and_stay_under_the_budget(fleet):
     # 16 UUID-prefix chunks and one for the rest, 24 queries each; Prometheus counted what each read.
     assert done.queries == 17 * 24
     assert done.max_query_samples is not None and done.max_query_samples <= 1000
+
+
+def test_only_the_family_reading_two_names_is_split_when_one_name_fits_the_budget(fleet):
+    plan, _ = build_plan(cluster_id=fleet.cluster.pk, hour=HOUR)
+    # Memory, energy and each HAMi name read one name per series: series x 60 points fits exactly.
+    # Utilisation reads PROF_GR_ENGINE_ACTIVE or GPU_UTIL, twice that: 16 prefix chunks and the rest.
+    budget = plan.expected_series * 60
+    source = PrometheusUsageSource(url=fleet_url(fleet), config=SourceConfig(sample_budget=budget))
+    fields = ("share_key", "meter", "quantity", "samples_seen", "samples_expected")
+    meter_usage_hour(cluster_id=fleet.cluster.pk, hour=HOUR, now=LATER)
+    first = list(UsageHour.objects.order_by("share_key", "meter").values_list(*fields))
+    readings = source.read_hour(plan=plan)
+    per_family = Counter(
+        q.label.split("/")[0] + ("/hami" if "/hami/" in q.label else "") for q in readings.queries
+    )
+    # utilisation: (3 share + 2 card queries) x 17 chunks; memory 3 + 2; energy 2; HAMi 2 names x 3 each way
+    assert per_family == {
+        "utilisation": 85,
+        "memory": 5,
+        "energy": 2,
+        "utilisation/hami": 6,
+        "memory/hami": 6,
+    }
+    assert all(q.samples is not None and q.samples <= budget for q in readings.queries)
+    meter_usage_hour(cluster_id=fleet.cluster.pk, hour=HOUR, now=LATER, source=source)
+    assert list(UsageHour.objects.order_by("share_key", "meter").values_list(*fields)) == first
 
 
 def fleet_url(fleet):
