@@ -195,6 +195,7 @@ def run_once(period_id: str) -> tuple[float, str, str, int]:
     recon = period.summary["reconciliation"]
     for r in recon:  # per pool: charged + idle card-hours = cards x hours, exactly
         assert Decimal(r["charged_card_hours"]) + Decimal(r["idle_card_hours"]) == Decimal(r["card_hours"]), r
+        assert r["holds"], r  # the rounded lines + the residue shown = cards x hours x price rounded once
     residue = sum(abs(float(r["residue"])) for r in recon)
     return (
         took,
