@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import resource
 import sys
@@ -166,7 +167,19 @@ def load(shares: int, hours: int) -> str:
     return str(period.pk)
 
 
+# Sockets this process opens (Python's audit events): an HTTP call to Prometheus, or any other, would
+# show here; libpq's connection to PostgreSQL is made in C and does not.
+CONNECTS: list[object] = []
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if event == "socket.connect":
+        CONNECTS.append(args[1])
+
+
 def run_once(period_id: str) -> tuple[float, str, str, int]:
+    """One build, timed; the digest covers the lines' CSV export and the stored summary (the
+    reconciliation and roll-ups), so "byte-identical" speaks for the whole report."""
     from metering.exports.formats import csv_chunks
     from metering.exports.lines import export_lines
     from metering.models import ReportLine
@@ -178,9 +191,11 @@ def run_once(period_id: str) -> tuple[float, str, str, int]:
     digest = hashlib.sha256()
     for chunk in csv_chunks(export_lines(ReportLine.objects.filter(period=period))):
         digest.update(chunk)
+    digest.update(json.dumps(period.summary, sort_keys=True).encode())
     recon = period.summary["reconciliation"]
     for r in recon:  # per pool: charged + idle card-hours = cards x hours, exactly
         assert Decimal(r["charged_card_hours"]) + Decimal(r["idle_card_hours"]) == Decimal(r["card_hours"]), r
+        assert r["holds"], r  # the rounded lines + the residue shown = cards x hours x price rounded once
     residue = sum(abs(float(r["residue"])) for r in recon)
     return (
         took,
@@ -197,7 +212,11 @@ def main() -> None:
     parser.add_argument("--shares", type=int, default=10_000)
     parser.add_argument("--hours", type=int, default=720)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--reuse", action="store_true", help="keep the loaded ledger of the last run")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="build over the ledger a previous run loaded (its --shares and --hours), skipping the load",
+    )
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
@@ -216,13 +235,15 @@ def main() -> None:
     period_id = str(period.pk) if period else load(args.shares, args.hours)
     rows = UsageHour.objects.filter(period_id=uuid.UUID(period_id)).count()
     print(f"ledger: {rows:,} usage rows ({time.perf_counter() - began:.1f} s to load and count)", flush=True)
+    sys.addaudithook(_audit)
     results = [run_once(period_id) for _ in range(args.runs)]
     for took, digest, recon, lines in results:
-        print(f"build: {took:.2f} s, {lines} lines, csv sha256 {digest[:16]}, {recon}", flush=True)
+        print(f"build: {took:.2f} s, {lines} lines, csv+summary sha256 {digest[:16]}, {recon}", flush=True)
     times = sorted(r[0] for r in results)
     same = len({r[1] for r in results}) == 1
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"median {times[len(times) // 2]:.2f} s; byte-identical: {same}; peak RSS {peak:.0f} MiB")
+    print(f"sockets opened while building and hashing: {CONNECTS or 'none'}")
 
 
 if __name__ == "__main__":

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Case, IntegerField, Sum, Value, When
+from django.db.models import Q, Sum
 from django.utils import timezone
 
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
+from inventory.models import Cluster
 from metering.chargeback.report import (
     IDLE_CENTRAL,
     IDLE_MODES,
@@ -43,14 +44,20 @@ QTY = Decimal("1e-9")
 _HOUR = timedelta(hours=1)
 
 
-def _bucket_of(cuts: list[Any]) -> Case:
-    """Bucket i for cuts[i-1] <= hour < cuts[i], as PostgreSQL's width_bucket over the cuts would say,
-    written as a CASE so the demo's SQLite computes the same (the cuts are a handful: rate changes)."""
-    return Case(
-        *(When(hour__lt=cut, then=Value(i)) for i, cut in enumerate(cuts[1:], start=1)),
-        default=Value(len(cuts)),
-        output_field=IntegerField(),
-    )
+def _per_bucket(field: str, cuts: list[Any]) -> dict[str, Sum]:
+    """``field`` summed apart for each bucket: bucket i holds cuts[i-1] <= hour < cuts[i] (the first
+    bucket also anything earlier; hours from the last cut on are in none, as no bucket prices them).
+
+    Why filtered sums and not a GROUP BY on the bucket: PostgreSQL cannot tell that an expression of
+    the hour has a handful of values, so it estimated 720,000 groups where there are 400 (at 7.2M
+    rows) and sorted the month to group it; grouped by plain columns, whose joint number of
+    values the extended statistics of migration 0006 give it, it hashes them in one pass
+    (docs/benchmarks.md). Django writes the filters as CASE on the demo's SQLite: the same sums."""
+    sums: dict[str, Sum] = {}
+    for i in range(1, len(cuts)):
+        span = Q(hour__lt=cuts[i]) if i == 1 else Q(hour__gte=cuts[i - 1], hour__lt=cuts[i])
+        sums[f"{field}_{i}"] = Sum(field, filter=span)
+    return sums
 
 
 def compute_period_chargeback(
@@ -59,10 +66,11 @@ def compute_period_chargeback(
     """The period's chargeback and the pool labels (pool id -> "cluster/pool"). Reads only.
 
     The ledger is summed by the database in two queries (usage, capacity), grouped per pool, GPU
-    model, tenant, flavor and meter and per *price bucket*: the period cut at every rate card's
-    start and end inside it. Each bucket lies inside one price segment of every pool (the cuts of all
-    cards include each pool's), so a bucket is priced by its pool's card and buckets of one card add
-    up in the pure chargeback. One scan of the month, whatever the number of pools and price changes."""
+    model, tenant, flavor and meter, each group's sums apart per *price bucket*: the period cut at
+    every rate card's start and end inside it. Each bucket lies inside one price segment of every pool
+    (the cuts of all cards include each pool's), so a bucket is priced by its pool's card and buckets
+    of one card add up in the pure chargeback. One scan of the month, whatever the number of pools
+    and price changes."""
     cards = load_cards(start=period.starts_at, end=period.ends_at)
     tenants = {str(t["pk"]): t for t in Tenant.objects.values("pk", "path", "slug", "cost_centre")}
     cuts = sorted(
@@ -74,44 +82,47 @@ def compute_period_chargeback(
             if t is not None and period.starts_at < t < period.ends_at
         }
     )
-    bucket = _bucket_of(cuts)
+    spans = range(1, len(cuts))
+    # Cluster ids, not names, in the groups: names are unique, and the month need not join to them.
+    clusters = dict(Cluster.objects.values_list("pk", "name"))
     pools: dict[tuple[Any, str], str] = {}
     capacity_rows: dict[tuple[Any, str, int], tuple[Decimal, Decimal]] = {}
-    for row in (
+    capacity_groups: Iterable[Mapping[str, Any]] = (
         CapacityHour.objects.filter(period=period)
-        .annotate(bucket=_bucket_of(cuts))
-        .values("pool_id", "cluster__name", "pool_name", "gpu_model", "bucket")
-        .annotate(card_hours=Sum("card_hours"), idle=Sum("idle_card_hours"))
+        .values("pool_id", "cluster_id", "pool_name", "gpu_model")
+        .annotate(**_per_bucket("card_hours", cuts), **_per_bucket("idle_card_hours", cuts))
         .order_by()
-    ):
-        pools[(row["pool_id"], row["gpu_model"])] = f"{row['cluster__name']}/{row['pool_name']}"
-        capacity_rows[(row["pool_id"], row["gpu_model"], row["bucket"])] = (row["card_hours"], row["idle"])
+    )
+    for row in capacity_groups:
+        pools[(row["pool_id"], row["gpu_model"])] = f"{clusters[row['cluster_id']]}/{row['pool_name']}"
+        for i in spans:
+            if row[f"card_hours_{i}"] is not None:  # NULL: no row of the group in the bucket
+                capacity_rows[(row["pool_id"], row["gpu_model"], i)] = (
+                    row[f"card_hours_{i}"],
+                    row[f"idle_card_hours_{i}"],
+                )
     # (pool, model, bucket) -> (tenant, flavor) -> {meter: (quantity, card-hours)}
     usage_rows: dict[tuple[Any, str, int], dict[tuple[str, str], dict[str, tuple[Decimal, Decimal]]]] = (
         defaultdict(lambda: defaultdict(dict))
     )
-    for urow in (
+    usage_groups: Iterable[Mapping[str, Any]] = (
         UsageHour.objects.filter(period=period, meter__in=(Meter.ALLOCATED_GE_HOURS, Meter.USED_GE_HOURS))
-        .annotate(bucket=bucket)
-        .values(
-            "pool_id",
-            "cluster__name",
-            "pool_name",
-            "gpu_model",
-            "bucket",
-            "tenant_id",
-            "flavor_name",
-            "meter",
-        )
-        .annotate(quantity=Sum("quantity"), card_hours=Sum("card_hours"))
+        .values("pool_id", "cluster_id", "pool_name", "gpu_model", "tenant_id", "flavor_name", "meter")
+        .annotate(**_per_bucket("quantity", cuts), **_per_bucket("card_hours", cuts))
         .order_by()
-    ):
-        pools.setdefault((urow["pool_id"], urow["gpu_model"]), f"{urow['cluster__name']}/{urow['pool_name']}")
-        key = (urow["pool_id"], urow["gpu_model"], urow["bucket"])
-        usage_rows[key][(str(urow["tenant_id"] or ""), urow["flavor_name"])][urow["meter"]] = (
-            urow["quantity"] or ZERO,
-            urow["card_hours"] or ZERO,
+    )
+    for urow in usage_groups:
+        pools.setdefault(
+            (urow["pool_id"], urow["gpu_model"]), f"{clusters[urow['cluster_id']]}/{urow['pool_name']}"
         )
+        for i in spans:
+            if urow[f"quantity_{i}"] is None:
+                continue
+            key = (urow["pool_id"], urow["gpu_model"], i)
+            usage_rows[key][(str(urow["tenant_id"] or ""), urow["flavor_name"])][urow["meter"]] = (
+                urow[f"quantity_{i}"],
+                urow[f"card_hours_{i}"] or ZERO,
+            )
     usage: list[PricedUsage] = []
     capacity: list[PoolCapacity] = []
     for (pool_id, model), label in sorted(pools.items(), key=lambda item: (item[1], item[0][1])):
