@@ -1,8 +1,10 @@
 """Prometheus as a usage source: the only module that talks to Prometheus (prometheus-api-client).
 
 Every query aggregates on the server and returns one number per series group, never raw samples:
-``sum_over_time`` / ``count_over_time`` / ``increase`` over a ``[1h:step]`` subquery of
-``max by (...) (last_over_time(metric[step - 1ms]))``. Why that shape:
+range functions over the raw hour (``sum_over_time``, ``count_over_time``, ``min_over_time``,
+``increase``) where a series is one share's or one card's, and, for the per-card reading of
+time-sliced and MPS cards, ``sum_over_time`` / ``count_over_time`` over a ``[1h:step]`` subquery of
+``max by (...) (last_over_time(metric[step - 1ms]))``. Why those shapes:
 
 - the hour is [H, H+1h): gauges are evaluated at H+1h-1ms, so the sample at H counts in this hour and
   the one at H+1h in the next, the same on Prometheus 2 (closed ranges) and 3 (left-open ranges);
@@ -11,7 +13,8 @@ Every query aggregates on the server and returns one number per series group, ne
 - ``>= 0`` drops NaN and negative samples (they count as missing, so the hour shows incomplete);
 - ``max by`` collapses duplicates (two exporters, a restarted exporter's new ``instance``) without
   double counting, and ``A or B`` falls back per series (PROF_GR_ENGINE_ACTIVE, else GPU_UTIL);
-- energy is a counter: ``increase`` over the subquery at H+1h counts resets as resets (never negative).
+- energy is a counter: ``increase`` over its raw hour counts resets as resets (never negative), and
+  ``min_over_time`` finds a series with a negative sample, left out as for the gauges.
 
 Chunks: a query's samples are about series x points of the hour. The inventory says how many series to
 expect (cards, GPU instances, pods); when that times the points (times the names a family reads: two for
@@ -134,21 +137,26 @@ class PrometheusUsageSource:
                 if plan.has_split_cards:
                     inner = self._dcgm(metrics, card_by, chunk)
                     self._gauge(out, meter, CARD_SCOPE, inner, chunk, gauge_at, estimate)
+        # Energy is a counter read raw, like the gauges: ``increase`` counts a reset as one and, over
+        # the hour's 60 samples, extrapolates to the hour's edges; the subquery form read the same
+        # samples ~10x slower (one series walk per step).
         chunks, estimate = self._chunks(plan, len(cfg.energy))
+        named = [(m.name, m.scale) for m in cfg.energy]
         for chunk in chunks:
-            inner = self._dcgm(cfg.energy, energy_by, chunk)
-            totals = self._query(
-                out, f"energy/{CARD_SCOPE}/increase", f"increase(({inner})[1h:{step}s])", chunk, end, estimate
-            )
-            counts = self._query(
+            sel = self._matchers(chunk, cfg.uuid_label)
+            self._raw(
                 out,
-                f"energy/{CARD_SCOPE}/count",
-                f"count_over_time(({inner})[1h:{step}s])",
+                ENERGY,
+                CARD_SCOPE,
+                named,
+                energy_by,
+                "max",
+                sel,
                 chunk,
                 gauge_at,
                 estimate,
+                total="increase",
             )
-            self._collect(out, ENERGY, CARD_SCOPE, totals, counts, variant=0)
         for meter, hami in ((UTILISATION, cfg.hami_utilisation), (MEMORY, cfg.hami_memory)):
             for variant, metric in enumerate(hami):
                 scale = metric.scale / float(BYTES_PER_MIB) if meter == MEMORY else metric.scale
@@ -218,6 +226,7 @@ class PrometheusUsageSource:
         estimate: int,
         variant: int = 0,
         hami: HamiMetric | None = None,
+        total: str = "sum_over_time",
     ) -> None:
         """Range functions straight on the raw series (about 8x cheaper than the subquery form):
         right where a series is one share's (pod labels tell it apart). ``min_over_time`` finds the
@@ -231,7 +240,7 @@ class PrometheusUsageSource:
 
         label = f"{meter}/{scope}" + (f"/{hami.name}" if hami else "")
         totals = self._query(
-            out, f"{label}/sum", f"{agg} by ({group}) ({over('sum_over_time', True)})", chunk, at, estimate
+            out, f"{label}/sum", f"{agg} by ({group}) ({over(total, True)})", chunk, at, estimate
         )
         counts = self._query(
             out, f"{label}/count", f"max by ({group}) ({over('count_over_time', False)})", chunk, at, estimate
