@@ -74,19 +74,11 @@ def card(key: str, host_label: str, host: str, **more: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def prometheus() -> Iterator[PrometheusServer]:
+    exporter = "nvidia-dcgm-exporter-57pvc"
+    old_build = card("h100/1", "Hostname", exporter, pod=exporter, namespace="gpu-operator")
     series = [
         *gauge(card("h100/0", "hostname", "h100-0"), {-10: 0, 7: 79}, err_labels=True),
-        *gauge(
-            card(
-                "h100/1",
-                "Hostname",
-                "nvidia-dcgm-exporter-57pvc",
-                pod="nvidia-dcgm-exporter-57pvc",
-                namespace="gpu-operator",
-            ),
-            {-10: 0, 2: 13},
-            err_labels=False,
-        ),  # fmt: skip
+        *gauge(old_build, {-10: 0, 2: 13}, err_labels=False),
         *gauge(card("h100-mig/0", "hostname", "h100-mig-0"), {-10: 0}, err_labels=True, missing={6, 7}),
         *gauge(card("h100-hami/0", "hostname", "h100-hami-0"), {-10: 0, 12: 48}, err_labels=True),
         *gauge(card("t4-ts/0", "hostname", "t4-ts-0"), {-10: 0}, err_labels=True),
