@@ -43,7 +43,7 @@ def at(minutes: int, seconds: int = 0) -> datetime:
 
 
 def gauge(
-    labels: dict[str, str], codes: dict[int, int], *, err_labels: bool, missing: set[int] = frozenset()
+    labels: dict[str, str], codes: dict[int, int], *, err_labels: bool, missing: frozenset[int] = frozenset()
 ):
     """One card's XID gauge from 09:50 to 10:24: ``codes`` maps the first minute of each code. With err
     labels (3.x+), every code is its own series, as the exporter labels the sample with it."""
@@ -79,7 +79,9 @@ def prometheus() -> Iterator[PrometheusServer]:
     series = [
         *gauge(card("h100/0", "hostname", "h100-0"), {-10: 0, 7: 79}, err_labels=True),
         *gauge(old_build, {-10: 0, 2: 13}, err_labels=False),
-        *gauge(card("h100-mig/0", "hostname", "h100-mig-0"), {-10: 0}, err_labels=True, missing={6, 7}),
+        *gauge(
+            card("h100-mig/0", "hostname", "h100-mig-0"), {-10: 0}, err_labels=True, missing=frozenset({6, 7})
+        ),
         *gauge(card("h100-hami/0", "hostname", "h100-hami-0"), {-10: 0, 12: 48}, err_labels=True),
         *gauge(card("t4-ts/0", "hostname", "t4-ts-0"), {-10: 0}, err_labels=True),
         *gauge(card("t4-mps/0", "hostname", "t4-mps-0"), {-10: 0}, err_labels=True),
