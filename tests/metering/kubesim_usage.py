@@ -88,6 +88,12 @@ WATTS = {
     ("gpu-a100-80-hami-0000", 1): 50,
 }
 OLD_EXPORTER = "nvidia-dcgm-exporter-7xk2p"  # the exporter pod on the L40S exclusive node
+# DCGM_FI_DEV_XID_ERRORS: 0 on every card, except (minute of the hour, code) from then on.
+XIDS = {
+    ("gpu-t4-timeslicing-0000", 1): (12, 79),  # fallen off the bus: critical
+    ("gpu-a100-80-hami-0000", 0): (11, 31),  # a workload's memory page fault: not critical
+}
+XID_MESSAGES = {0: "No Error", 31: "GPU memory page fault", 79: "GPU has fallen off the bus"}
 
 
 def write_scenario(folder: Path) -> Scenario:
@@ -147,6 +153,13 @@ def generate(scenario: Scenario, hour: datetime, hami_uuids: dict[tuple[str, int
                 energy.append((t, value))
                 value += WATTS[(node, index)] * STEP * 1000  # mJ a minute
             out.append(Series("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", labels, energy))
+            # dcgm-exporter 3.x+ labels the XID sample with its code: a new series when it changes
+            start, code = XIDS.get((node, index), (99, 0))
+            for value, (first, stop) in ((0, (-10, start)), (code, (start, 71))):
+                if first < stop:
+                    xid = labels | {"err_code": str(value), "err_msg": XID_MESSAGES[value]}
+                    points = [(base + m * STEP, float(value)) for m in range(first, stop)]
+                    out.append(Series("DCGM_FI_DEV_XID_ERRORS", xid, points))
             if (node, index) in CARD:
                 continue  # time-sliced / MPS: only per pod (below)
             if info.mechanism == "hami":

@@ -22,7 +22,8 @@ import time_machine
 from inventory.models import Allocation, Gpu
 from inventory.services import create_cluster
 from inventory.sync.service import sync_cluster
-from metering.models import MeteredHour, UsageHour
+from metering.models import MeteredHour, SliSample, UsageHour
+from metering.services.slos import create_slo, evaluate_slo
 from metering.services.sources import configure_metrics_source
 from metering.tasks import meter_hour_task, meter_usage_hour_task
 from tests.metering.kubesim_usage import generate, write_scenario
@@ -196,3 +197,20 @@ def test_the_hour_of_a_synced_kubesim_fleet_equals_the_figures_worked_by_hand(ca
         hour=HOUR, source="prometheus", meter="used_ge_hours", allocation__holder_name="train-000034"
     )
     assert (row.tenant, row.card_key) == (cast.nlp, busy_hami)
+
+
+def test_gpu_health_over_the_synced_fleet_matches_device_plugin_cards_by_node_and_index(
+    cast, synced, prometheus
+):
+    _, cluster = synced
+    server, _ = prometheus
+    configure_metrics_source(actor=cast.pat, cluster_id=cluster.pk, url=server.url)
+    assert Gpu.objects.filter(node__cluster=cluster).count() == 24  # 12 nodes x 2 cards
+    slo = create_slo(actor=cast.pat, name="gpus", sli="gpu_health", objective="0.99", window_days=1)
+    evaluate_slo(slo_id=slo.pk, now=HOUR + timedelta(minutes=15, seconds=30))
+    # [12:10, 12:15): the T4 time-sliced card 1 reports XID 79 from 12:12 (the inventory does not know
+    # its UUID: matched by hostname and gpu index) -> bad. The HAMi card's XID 31 (a workload's page
+    # fault) is not critical. Unknown, in neither count: the DRA nodes' 6 cards (no exporter series in
+    # this test) and the L40S card behind the old exporter, whose Hostname names the exporter pod and
+    # whose UUID the inventory does not know: 7 unknown. 24 - 7 = 17 judged, 1 bad: 16 good of 17.
+    assert list(SliSample.objects.filter(slo=slo).values_list("good", "total")) == [(16, 17)]
