@@ -1,6 +1,7 @@
 """GPU health per bucket (docs/slos.md): a card is bad when the inventory holds it unhealthy or its DCGM
 XID gauge held a critical code at any step of the bucket; good when neither and its XID gauge was seen
-at every step; otherwise unknown, left out of the bucket (a gap never passes for health)."""
+at every step; otherwise unknown, left out of the bucket (a gap never passes for health). Every card of
+a cluster whose Prometheus did not answer is unknown."""
 
 from __future__ import annotations
 
@@ -43,12 +44,14 @@ def judge(cards: Iterable[Card], clusters: dict[str, ClusterXids]) -> Verdict:
     unknown: list[str] = []
     for card in cards:
         watched = clusters.get(card.cluster)
-        if not card.healthy:
+        if watched is not None and card.cluster not in indexes:
+            # Its Prometheus did not answer: nothing of the cluster is measured, its known faults
+            # neither (counting only those would read as a cluster of broken cards and page people).
+            unknown.append(card.key)
+        elif not card.healthy:
             bad.append(card.key)
         elif watched is None:
             good.append(card.key)
-        elif card.cluster not in indexes:
-            unknown.append(card.key)
         else:
             found = indexes[card.cluster].of(card)
             codes = frozenset().union(*(r.codes for r in found))

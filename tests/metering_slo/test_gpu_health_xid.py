@@ -120,18 +120,21 @@ def test_critical_xids_make_a_card_unhealthy_for_the_bucket_and_a_gap_is_unknown
     ]
 
 
-def test_prometheus_down_leaves_only_the_known_faults(cast, fleet):
+def test_prometheus_down_leaves_the_bucket_unmeasured_then_a_retry_in_time_measures_it(
+    cast, fleet, prometheus
+):
     configure_metrics_source(
         actor=cast.pat, cluster_id=fleet.cluster.pk, url=f"http://127.0.0.1:{free_port()}"
     )
     slo = create_slo(actor=cast.pat, name="gpus", sli="gpu_health", objective="0.99", window_days=1)
     evaluate_slo(slo_id=slo.pk, now=at(5, 30))
-    # nothing read: five cards unknown, never counted healthy; the inventory's unhealthy t4-ts is bad
-    assert buckets(slo) == [(at(0), 0, 1)]
-    Gpu.objects.filter(node=fleet.nodes["t4-ts"]).update(healthy=True)
-    evaluate_slo(slo_id=slo.pk, now=at(10, 30))
-    # every card unknown: no sample for [10:05, 10:10) at all (not 0 of 0, not 6 of 6)
-    assert buckets(slo) == [(at(0), 0, 1)]
+    # nothing read: every card unknown, the inventory's unhealthy t4-ts too (0 of 1 would read as a
+    # fleet of broken cards): no sample for [10:00, 10:05), not 0 of 0, not 6 of 6
+    assert buckets(slo) == []
+    # Prometheus back a minute later, the bucket still the one just ended: measured, 5 of 6
+    configure_metrics_source(actor=cast.pat, cluster_id=fleet.cluster.pk, url=prometheus.url)
+    evaluate_slo(slo_id=slo.pk, now=at(6, 30))
+    assert buckets(slo) == [(at(0), 5, 6)]
 
 
 def test_the_critical_codes_and_the_metric_are_the_clusters_to_set(cast, fleet, prometheus):

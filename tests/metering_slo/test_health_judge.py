@@ -40,11 +40,13 @@ def test_groups_find_their_card_by_uuid_or_by_node_and_index():
     assert verdict.unknown == ["slot-but-other-uuid"]  # its own series is missing: a gap
 
 
-def test_the_inventory_s_word_comes_first_and_clusters_without_prometheus_keep_it():
+def test_the_inventory_s_word_and_a_cluster_whose_prometheus_is_down():
     cards = [card("sick", healthy=False), Card("elsewhere", "west", True, "", "w1", 0)]
-    down = {"east": ClusterXids(None, 5, CRITICAL)}  # east's Prometheus did not answer
-    verdict = judge(cards, down)
+    measured = {"east": ClusterXids([xid("", "0", ("n1",), 5, 0)], 5, CRITICAL)}
+    verdict = judge(cards, measured)  # west has no Prometheus: the inventory's word
     assert (verdict.good, verdict.bad, verdict.unknown) == (["elsewhere"], ["sick"], [])
+    down = judge(cards, {"east": ClusterXids(None, 5, CRITICAL)})  # east's Prometheus did not answer
+    assert (down.good, down.bad, down.unknown) == (["elsewhere"], [], ["sick"])
     gap = judge([card("c", uuid="GPU-1")], {"east": ClusterXids([xid("GPU-1", "0", (), 4, 0)], 5, CRITICAL)})
     assert gap.unknown == ["c"]  # 4 of 5 points, no fault seen
     fault = judge(
