@@ -17,6 +17,10 @@ Chunks: a query's samples are about series x points of the hour. The inventory s
 expect (cards, GPU instances, pods); when that times the points passes the per-query budget the hour is
 queried in 16, 256, ... chunks by the first hex digits of the card UUID (random, so even), plus one chunk
 for UUIDs that are not hex (redacted or odd ones), so every series is read exactly once.
+
+``read_xids`` answers the gpu_health SLI (docs/slos.md): per card, over one 5-minute bucket, the scrape
+steps its DCGM XID gauge was seen at and the distinct codes it held (``count_values``), in the same
+subquery shape; a bucket is small enough never to need chunks.
 """
 
 from __future__ import annotations
@@ -189,8 +193,8 @@ class PrometheusUsageSource:
         by = list(dict.fromkeys([cfg.uuid_label, cfg.gpu_index_label, *cfg.host_labels]))
         # max by: a duplicate exporter, and the err_code/err_msg labels dcgm-exporter 3.x+ adds (a new
         # series each time the code changes), collapse into one value per card and step.
-        inner = self._dcgm(cfg.xid, by, Chunk("all", ""))
         whole = Chunk("all", "")
+        inner = self._dcgm(cfg.xid, by, whole)
         estimate = max(1, expected_cards) * (seconds // step) * len(cfg.xid)
         points = self._query(
             out, "xid/points", f"count_over_time(({inner})[{seconds}s:{step}s])", whole, at, estimate
