@@ -21,6 +21,10 @@ expect (cards, GPU instances, pods); when that times the points (times the names
 utilisation's fallback) passes the per-query budget, that family is queried in 16, 256, ... chunks by the
 first hex digits of the card UUID (random, so even), plus one chunk for UUIDs that are not hex (redacted
 or odd ones), so every series is read exactly once.
+
+``read_xids`` answers the gpu_health SLI (docs/slos.md): per card, over one 5-minute bucket, the scrape
+steps its DCGM XID gauge was seen at and the distinct codes it held (``count_values``), in the same
+subquery shape; a bucket is small enough never to need chunks.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ from metering.collection.readings import (
     QueryCost,
     SeriesReading,
     UsageSourceError,
+    XidReading,
+    XidWindow,
 )
 
 HEX = "0123456789abcdef"
@@ -182,6 +188,60 @@ class PrometheusUsageSource:
                     )
         return out
 
+    def read_xids(self, *, start: datetime, end: datetime, expected_cards: int = 0) -> XidWindow:
+        """Each card's XID gauge over [start, end) (a few minutes: one query, never chunked): the steps
+        it had a sample at, and the distinct codes it held, grouped by card UUID, index and host
+        labels. Two queries, both aggregated on the server; a gap shows as fewer points. Raises
+        UsageSourceError as read_hour does."""
+        cfg = self.config
+        step = cfg.scrape_interval_seconds
+        seconds = int((end - start).total_seconds())
+        if seconds <= 0 or seconds % step:
+            raise UsageSourceError(
+                f"the XID window of {seconds}s is not a whole number of {step}s scrape intervals"
+            )
+        out = XidWindow(start=start, end=end, step_seconds=step)
+        at = end - timedelta(milliseconds=1)
+        by = list(dict.fromkeys([cfg.uuid_label, cfg.gpu_index_label, *cfg.host_labels]))
+        # max by: a duplicate exporter, and the err_code/err_msg labels dcgm-exporter 3.x+ adds (a new
+        # series each time the code changes), collapse into one value per card and step.
+        whole = Chunk("all", "")
+        inner = self._dcgm(cfg.xid, by, whole)
+        estimate = max(1, expected_cards) * (seconds // step) * len(cfg.xid)
+        points = self._query(
+            out, "xid/points", f"count_over_time(({inner})[{seconds}s:{step}s])", whole, at, estimate
+        )
+        group = ", ".join(by)
+        codes = self._query(
+            out,
+            "xid/codes",
+            f'count_over_time((count_values by ({group}) ("xid", {inner}))[{seconds}s:{step}s])',
+            whole,
+            at,
+            estimate,
+        )
+        seen: dict[tuple[tuple[str, str], ...], set[int]] = {}
+        for r in codes:
+            labels = dict(r["metric"])
+            code = _number(labels.pop("xid", ""))
+            if code is None or code != code.to_integral_value():
+                out.notes.append(f"xid/codes: a code that is not a whole number for {_key(labels)}")
+                continue
+            seen.setdefault(_key(labels), set()).add(int(code))
+        for r in points:
+            labels = r["metric"]
+            count = _number(r["value"][1]) or Decimal(0)
+            out.readings.append(
+                XidReading(
+                    uuid=labels.get(cfg.uuid_label, ""),
+                    index=labels.get(cfg.gpu_index_label, ""),
+                    hosts=tuple(labels[h] for h in cfg.host_labels if labels.get(h)),
+                    points=int(count),
+                    codes=frozenset(seen.get(_key(labels), ())),
+                )
+            )
+        return out
+
     # -- query building --------------------------------------------------------------------------
 
     def _chunks(self, plan: HourPlan, names: int) -> tuple[list[Chunk], int]:
@@ -279,7 +339,7 @@ class PrometheusUsageSource:
     # -- talking to Prometheus -------------------------------------------------------------------
 
     def _query(
-        self, out: HourReadings, label: str, query: str, chunk: Chunk, at: datetime, estimate: int
+        self, out: HourReadings | XidWindow, label: str, query: str, chunk: Chunk, at: datetime, estimate: int
     ) -> list[dict[str, Any]]:
         params = {"query": query, "time": f"{at.timestamp():.3f}", "stats": "all"}
         try:

@@ -107,10 +107,16 @@ def attribute_hour(
 
     # 1. DCGM series carrying pod labels, on cards whose units the exporter can tell apart.
     for r in _preferred(readings.readings, SHARE_SCOPE):
-        if r.meter == ENERGY or mode_of(r.uuid, r.host) in ("split", "hami"):
+        if r.meter == ENERGY:
             continue
         holder = by_pod.get((r.namespace, r.pod)) if r.pod else None
-        if holder is not None and holder.mode in ("split", "hami"):
+        if mode_of(r.uuid, r.host) in ("split", "hami") or (
+            holder is not None and holder.mode in ("split", "hami")
+        ):
+            if holder is not None and r.uuid:
+                # The exporter names who runs on the card: its usage is theirs (step 3), not shared
+                # with the node's holders of other cards.
+                card_holders[r.uuid].add(holder.share_key)
             continue
         meter = METER_OF[r.meter]
         if holder is not None:

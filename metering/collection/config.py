@@ -19,6 +19,12 @@ _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 _MATCHER = re.compile(r'^\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*$')
 
 DEFAULT_SAMPLE_BUDGET = 5_000_000  # DESIGN §10: each PromQL query reads at most this many samples
+# XIDs after which NVIDIA's Xid catalogue and drain tooling take the card out of service until it is
+# reset or its node rebooted (docs/slos.md, "XID errors"): uncorrectable/uncontained ECC (48, 94, 95,
+# 140), row remapping/page retirement pending or failed (63, 64), internal micro-controller halt
+# (61, 62), NVLink (74), fallen off the bus (79), GSP RPC failures (119, 120). Application faults
+# (13, 31, 43, 45...) leave the card fit for the next workload and are not in the list.
+DEFAULT_CRITICAL_XIDS = (48, 61, 62, 63, 64, 74, 79, 94, 95, 119, 120, 140)
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,10 @@ class SourceConfig:
     )
     memory: tuple[MetricName, ...] = (MetricName("DCGM_FI_DEV_FB_USED"),)  # MiB
     energy: tuple[MetricName, ...] = (MetricName("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"),)  # mJ
+    # The last XID code a card reported (0: none since DCGM started); read for the gpu_health SLI.
+    xid: tuple[MetricName, ...] = (MetricName("DCGM_FI_DEV_XID_ERRORS"),)
+    critical_xids: tuple[int, ...] = DEFAULT_CRITICAL_XIDS
+    gpu_index_label: str = "gpu"  # matches a card the inventory knows by node and index only
     uuid_label: str = "UUID"  # the physical card (for MIG samples, the parent)
     gpu_instance_label: str = "GPU_I_ID"
     profile_label: str = "GPU_I_PROFILE"
@@ -147,10 +157,14 @@ def parse_config(raw: dict[str, Any] | None) -> SourceConfig:
             if not isinstance(matcher, str) or not _MATCHER.match(matcher):
                 raise ConfigInvalid("selector", f'{matcher!r} is not a matcher like cluster="east"')
         kw["selector"] = tuple(m.strip() for m in raw["selector"])
-    for name in ("utilisation", "memory", "energy"):
+    for name in ("utilisation", "memory", "energy", "xid"):
         if name in raw:
             kw[name] = tuple(_metric(v, name) for v in _list(raw[name], name))
-    for name in ("uuid_label", "gpu_instance_label", "profile_label"):
+    if "critical_xids" in raw:
+        kw["critical_xids"] = tuple(
+            _int(v, "critical_xids", 1, 65_535) for v in _list(raw["critical_xids"], "critical_xids")
+        )
+    for name in ("uuid_label", "gpu_instance_label", "profile_label", "gpu_index_label"):
         if name in raw:
             kw[name] = _label(raw[name], name)
     for name in ("host_labels", "pod_labels", "namespace_labels"):

@@ -110,3 +110,28 @@ class UsageSource(Protocol):
     def read_hour(self, *, plan: HourPlan) -> HourReadings:
         """Per-series aggregates of the hour [plan.hour, plan.hour + 1h). Raises UsageSourceError."""
         ...
+
+
+@dataclass(frozen=True)
+class XidReading:
+    """One card's XID gauge over a window, as one group of labels (UUID, index, hosts) showed it."""
+
+    uuid: str
+    index: str
+    hosts: tuple[str, ...]  # every non-empty host label value of the group
+    points: int  # scrape steps of the window with a sample
+    codes: frozenset[int]  # the XID codes the gauge held at those steps (0: none yet)
+
+
+@dataclass
+class XidWindow:
+    start: datetime
+    end: datetime
+    step_seconds: int
+    readings: list[XidReading] = field(default_factory=list)
+    queries: list[QueryCost] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def expected_points(self) -> int:
+        return int((self.end - self.start).total_seconds()) // self.step_seconds

@@ -76,17 +76,24 @@ class UsageMetered:
 def usage_source_for(*, cluster_id: uuid.UUID) -> tuple[UsageSource | None, SourceConfig]:
     """The cluster's configured Prometheus; else PROMETHEUS_URL with the default names; else the
     simulated source where settings allow it (the demo); else none."""
-    row = MetricsSource.objects.filter(cluster_id=cluster_id, enabled=True).first()
-    if row is not None:
-        config = parse_config(row.config)
-        return PrometheusUsageSource(url=row.url, config=config), config
+    prometheus = prometheus_for(cluster_id=cluster_id)
+    if prometheus is not None:
+        return prometheus, prometheus.config
     config = SourceConfig()
-    url = getattr(settings, "PROMETHEUS_URL", "") or os.environ.get("PROMETHEUS_URL", "")
-    if url:
-        return PrometheusUsageSource(url=url, config=config), config
     if getattr(settings, "METERING_SIMULATED_USAGE", False):
         return SimulatedUsageSource(seed=1, step_seconds=config.scrape_interval_seconds), config
     return None, config
+
+
+def prometheus_for(*, cluster_id: uuid.UUID) -> PrometheusUsageSource | None:
+    """The cluster's configured Prometheus, else PROMETHEUS_URL with the default names, else none."""
+    row = MetricsSource.objects.filter(cluster_id=cluster_id, enabled=True).first()
+    if row is not None:
+        return PrometheusUsageSource(url=row.url, config=parse_config(row.config))
+    url = getattr(settings, "PROMETHEUS_URL", "") or os.environ.get("PROMETHEUS_URL", "")
+    if url:
+        return PrometheusUsageSource(url=url, config=SourceConfig())
+    return None
 
 
 def meter_usage_hour(

@@ -17,7 +17,10 @@ from django.db.models import Count, Min, Q, Sum
 from gpuplatform.sli_sources import SliKind, register_sli
 from inventory.models import Gpu
 from inventory.selectors import pool_resource_capacity
+from metering.collection.readings import UsageSourceError
 from metering.models import Meter, UsageHour
+from metering.services.collection import prometheus_for
+from metering.slo.health import Card, ClusterXids, judge
 from quotas.models import CapacityRequest, Quota, RequestState
 from tenants.models import Tenant
 
@@ -68,12 +71,39 @@ def queue_wait(
 
 def gpu_health(
     *, start: datetime, end: datetime, tenant_id: uuid.UUID | None, params: Mapping[str, Any]
-) -> tuple[Decimal, Decimal]:
-    """Healthy cards over all present cards, as the inventory holds them at the bucket's end."""
-    counts = Gpu.objects.filter(node__present=True).aggregate(
-        total=Count("id"), good=Count("id", filter=Q(healthy=True))
+) -> tuple[Decimal, Decimal] | None:
+    """Present cards (as the inventory holds them at the bucket's end) that are healthy there and, where
+    their cluster has a Prometheus, whose DCGM XID gauge held no critical code in [start, end) and was
+    seen at every scrape step; a card with a gap and no known fault is unknown, left out of both counts.
+    None when every card is unknown (the cluster's Prometheus down)."""
+    rows = list(
+        Gpu.objects.filter(node__present=True).values_list(
+            "pk", "node__cluster_id", "healthy", "uuid", "node__name", "index"
+        )
     )
-    return Decimal(counts["good"]), Decimal(counts["total"])
+    cards = [
+        Card(str(pk), str(cluster), healthy, card_uuid, node, index)
+        for pk, cluster, healthy, card_uuid, node, index in rows
+    ]
+    clusters: dict[str, ClusterXids] = {}
+    for cluster_id in sorted({card.cluster for card in cards}):
+        source = prometheus_for(cluster_id=uuid.UUID(cluster_id))
+        if source is None:
+            continue
+        count = sum(1 for card in cards if card.cluster == cluster_id)
+        try:
+            window = source.read_xids(start=start, end=end, expected_cards=count)
+        except UsageSourceError:
+            clusters[cluster_id] = ClusterXids(None, 0, frozenset(source.config.critical_xids))
+            continue
+        clusters[cluster_id] = ClusterXids(
+            window.readings, window.expected_points, frozenset(source.config.critical_xids)
+        )
+    verdict = judge(cards, clusters)
+    good, bad = len(verdict.good), len(verdict.bad)
+    if verdict.unknown and not good and not bad:
+        return None
+    return Decimal(good), Decimal(good + bad)
 
 
 def quota_backed(
@@ -170,7 +200,7 @@ def register() -> None:
             bucket_seconds=300,
             settle=None,
             compute=gpu_health,
-            describe="Healthy cards over present cards, measured every bucket.",
+            describe="Healthy cards over present cards, with DCGM critical XIDs, measured every bucket.",
         )
     )
     register_sli(

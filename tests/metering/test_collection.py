@@ -1,7 +1,10 @@
-"""Per-share usage from a real Prometheus (backfilled with promtool), against figures worked by hand.
+"""Per-share usage from a real Prometheus (backfilled with promtool), against figures worked by hand:
+the exporters' label drift and the faults.
 
-The hour is 2025-03-10 10:00-11:00 of tests/metering/scenario.py; what each card reports is in
-tests/metering/usage_scenario.py. One point stands for a minute (scrape every 60 s): 60 points an hour.
+The hour over a fleet synced from kubesim is tests/metering/test_collection_kubesim.py. Here the fleet is
+built in the database (tests/metering/scenario.py) so that each card can carry one label shape of
+realworld/metrics and hand-placed faults: the hour is 2025-03-10 10:00-11:00, what each card reports is
+in tests/metering/usage_scenario.py. One point stands for a minute (scrape every 60 s): 60 points an hour.
 """
 
 from __future__ import annotations
