@@ -7,7 +7,8 @@ mutmut copies the modules to ./mutants/, runs the pure suites (tests/quotas_engi
 tests/admission_engine, tests/inventory_domain, tests/metering_chargeback, without Django) against
 each mutant and records which survive. This prints the kill rate and the survivors, to be recorded
 (and each one killed by a test or explained) in
-docs/benchmarks.md.
+docs/benchmarks.md. Property tests run Hypothesis' "mutation" profile (25 derandomized examples, not
+100): a mutant the hand-worked tests miss costs each property test's full run.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def main() -> int:
     # The suites find ../shared from their own path, which under ./mutants/ is one level deeper.
     shared = os.environ.get("GPUPLATFORM_SHARED_DIR", str(ROOT.parent / "shared"))
     env = {**os.environ, "GPUPLATFORM_SHARED_DIR": shared}
+    env.setdefault("HYPOTHESIS_PROFILE", "mutation")  # conftest.py: 25 examples per property test
     run = subprocess.run([MUTMUT, "run", *args.patterns], cwd=ROOT, env=env, check=False)
     listed = subprocess.run(
         [MUTMUT, "results", "--all", "true"], cwd=ROOT, check=False, capture_output=True, text=True
