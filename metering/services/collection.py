@@ -27,6 +27,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from gpuplatform.bulk_insert import insert_many
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
 from inventory.models import Allocation, Cluster, Gpu, Node, ShareableUnit
 from metering.collection.attribute import (
@@ -158,9 +159,8 @@ def meter_usage_hour(
         else:
             existing.delete()
             meta = _allocation_meta([line.holder.share_key for line in lines if line.holder])
-            UsageHour.objects.bulk_create(
-                [_row(cluster_id, hour, period, source.name, line, meta) for line in lines], batch_size=2000
-            )
+            fresh = [_row(cluster_id, hour, period, source.name, line, meta) for line in lines]
+            insert_many(UsageHour, fresh)
             rows = len(lines)
         notes = "; ".join(readings.notes[:20])
         marker.rows = rows

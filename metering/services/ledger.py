@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from gpuplatform.bulk_insert import insert_many
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
 from inventory.models import Allocation, Cluster, Node
 from metering.chargeback.split import SECONDS_PER_HOUR, NodeHolding, split_node_hour
@@ -83,8 +84,8 @@ def meter_allocation_hour(
         else:
             UsageHour.objects.filter(cluster_id=cluster_id, hour=hour, source=LEDGER_SOURCE).delete()
             CapacityHour.objects.filter(cluster_id=cluster_id, hour=hour).delete()
-            UsageHour.objects.bulk_create(usage, batch_size=2000)
-            CapacityHour.objects.bulk_create(capacity, batch_size=2000)
+            insert_many(UsageHour, usage)
+            insert_many(CapacityHour, capacity)
         marker.rows = len(usage)
         marker.complete = True
         marker.attempts += 1
