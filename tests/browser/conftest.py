@@ -116,7 +116,8 @@ def watch(page: Page) -> PageProblems:
 
     def on_console(message: ConsoleMessage) -> None:
         if message.type == "error":
-            problems.seen.append(f"console error on {page.url}: {message.text}")
+            source = message.location.get("url") or page.url
+            problems.seen.append(f"console error on {page.url} from {source}: {message.text}")
 
     def on_response(response: Response) -> None:
         if response.status >= 400:
@@ -140,6 +141,9 @@ class HttpApi:
         self.base = base
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"Bearer {token}"
+        # One connection per call: a kept-alive one would hold a live-server thread, and its
+        # database session, open past the test.
+        self.session.headers["Connection"] = "close"
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
         return self.session.get(self.base + path, timeout=30, **kwargs)
@@ -163,5 +167,4 @@ def http_api(live_server: Any) -> Iterator[Any]:
 
     yield make
     for client in made.values():
-        # A kept-alive connection holds a live-server thread, and its database session, open.
         client.session.close()
