@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import requests
-from playwright.sync_api import Browser, ConsoleMessage, Page, Response, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, Request, Response, sync_playwright
 
 from gpuplatform.accounts.tokens import issue_api_token
 
@@ -123,12 +123,15 @@ def watch(page: Page) -> PageProblems:
         if response.status >= 400:
             problems.seen.append(f"{response.status} for {response.request.method} {response.url}")
 
+    def on_failed(request: Request) -> None:
+        # ERR_ABORTED: the page went on to the next one while this request was in flight (a favicon,
+        # a late script), which the person does not see; a refused or unreachable request is a problem.
+        if request.failure != "net::ERR_ABORTED":
+            problems.seen.append(f"request failed: {request.url} ({request.failure})")
+
     page.on("console", on_console)
     page.on("pageerror", lambda error: problems.seen.append(f"script error on {page.url}: {error}"))
-    page.on(
-        "requestfailed",
-        lambda request: problems.seen.append(f"request failed: {request.url} ({request.failure})"),
-    )
+    page.on("requestfailed", on_failed)
     page.on("response", on_response)
     return problems
 
