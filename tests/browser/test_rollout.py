@@ -151,4 +151,9 @@ def test_a_policy_rollout_converges_node_by_node_on_its_page(
     expect(progress).to_contain_text("3 of 3 nodes of the pool converged on r1.")
     shot(page, "succeeded")
     assert Rollout.objects.get(pk=rollout_id).state == "succeeded"
-    assert sorted(NodePolicyState.objects.filter(state="applied").values_list("wave", flat=True)) == [1, 2, 3]
+    waves = (
+        NodePolicyState.objects.filter(state="applied")
+        .order_by("node__name")
+        .values_list("node__name", "wave")
+    )
+    assert list(waves) == [(node, wave) for wave, node in enumerate(NODES, start=1)]  # one node a wave
