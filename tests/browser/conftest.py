@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import requests
+from celery import current_app
 from playwright.sync_api import Browser, ConsoleMessage, Page, Request, Response, sync_playwright
 
 from gpuplatform.accounts.tokens import issue_api_token
@@ -55,6 +56,16 @@ def log_in(page: Page, base_url: str, username: str, password: str | None = None
     page.fill("input[name=password]", password or f"pw-{username}")
     page.click("button[type=submit]")
     page.wait_for_url(f"{base_url}/")
+
+
+@pytest.fixture
+def eager_tasks() -> Iterator[None]:
+    """Celery tasks (a report job, the rollout driver) run inside the live server's request that
+    queues them, as a worker would run them just after."""
+    before = current_app.conf.task_always_eager
+    current_app.conf.task_always_eager = True
+    yield
+    current_app.conf.task_always_eager = before
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from celery import current_app
 from playwright.sync_api import Page, expect
 
 from metering.models import BillingPeriod
@@ -45,15 +44,6 @@ CSV_COLUMNS = [
 # March's lines: vision held 1 GE-hour and nlp 0.5 of a 2-card hour at 2.00 a card-hour, 0.5 idle:
 # vision 1 x 2.00 = 2.00, nlp 0.5 x 2.00 = 1.00, idle 0.5 x 2.00 = 1.00; 4.00 in all (2 cards x 2.00)
 LINES = [("charge", "nlp", "1.00"), ("charge", "vision", "2.00"), ("idle", "", "1.00")]
-
-
-@pytest.fixture
-def eager_tasks():
-    """The report job runs inside the live server's request, as a worker would run it after."""
-    before = current_app.conf.task_always_eager
-    current_app.conf.task_always_eager = True
-    yield
-    current_app.conf.task_always_eager = before
 
 
 def download(page: Page, testid: str) -> tuple[str, bytes]:
@@ -94,7 +84,10 @@ def test_fiona_closes_march_and_downloads_every_export(
     table = list(csv.DictReader(io.StringIO(body.decode("utf-8"))))
     assert list(table[0]) == CSV_COLUMNS
     assert sorted((r["kind"], r["tenant"], r["amount"]) for r in table) == LINES
-    assert {r["tenant_path"] for r in table if r["tenant"]} == {"/acme/research/vision/", "/acme/research/nlp/"}
+    assert {r["tenant_path"] for r in table if r["tenant"]} == {
+        "/acme/research/vision/",
+        "/acme/research/nlp/",
+    }
 
     # XLSX: a real workbook, a summary and the same lines as typed cells
     name, body = download(page, "download-xlsx")

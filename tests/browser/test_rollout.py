@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import requests
-from celery import current_app
 from django.db import connections
 from playwright.sync_api import Page, expect
 
@@ -24,15 +23,6 @@ from tests.policies import factories as pol
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 NODES = ["h100-node-0", "h100-node-1", "h100-node-2"]
-
-
-@pytest.fixture
-def eager_tasks():
-    """The rollout driver runs inside the request that queued it, as a worker would run it after."""
-    before = current_app.conf.task_always_eager
-    current_app.conf.task_always_eager = True
-    yield
-    current_app.conf.task_always_eager = before
 
 
 @pytest.fixture
