@@ -239,6 +239,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", not REDIS_URL)
 ADMISSION_LOOP_SECONDS = float(env_int("ADMISSION_LOOP_SECONDS", 30))
+# The overview's "what needs attention" names requests pending longer than this (quotas/attention.py);
+# the queue-wait SLO's default target (docs/slos.md), which quotas cannot read from metering.
+QUEUE_WAIT_ATTENTION_SECONDS = env_int("QUEUE_WAIT_ATTENTION_SECONDS", 600)
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_TASK_DEFAULT_QUEUE", "celery")
 # With Redis, a message a worker took and never acknowledged (the worker died mid-task: tasks ack late)
 # goes back on the queue this many seconds after delivery. Longer than the longest task; the worker

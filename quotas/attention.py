@@ -1,7 +1,7 @@
 """Quotas' item of the overview's "what needs attention": requests still pending past the queue-wait
 target, in the queues the viewer sees. The target is the queue-wait SLO's default (10 minutes,
-docs/slos.md); quotas cannot read metering's SLOs, so it is a setting here
-(``QUEUE_WAIT_ATTENTION_SECONDS``). One query."""
+docs/slos.md); quotas cannot read metering's SLOs, so it is a setting
+(``QUEUE_WAIT_ATTENTION_SECONDS``, from the environment: README's settings table). One query."""
 
 from __future__ import annotations
 
@@ -16,11 +16,9 @@ from gpuplatform.accounts.models import User
 from gpuplatform.ui.attention import Attention
 from quotas.models import CapacityRequest, RequestState
 
-DEFAULT_TARGET_SECONDS = 600
-
 
 def wait_target() -> timedelta:
-    return timedelta(seconds=getattr(settings, "QUEUE_WAIT_ATTENTION_SECONDS", DEFAULT_TARGET_SECONDS))
+    return timedelta(seconds=settings.QUEUE_WAIT_ATTENTION_SECONDS)
 
 
 def attention(user: User) -> list[Attention]:

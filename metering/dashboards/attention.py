@@ -114,13 +114,16 @@ def budget_attention(user: User, *, now: datetime) -> list[Attention]:
         found = flagged[state]
         if found:
             tenants = sorted({b.tenant.slug for b in found})
+            # The link goes to the first tenant the item names (budgets are read in path order,
+            # which is by id, not by name).
+            first = min(found, key=lambda b: b.tenant.slug)
             items.append(
                 Attention(
                     key=f"budgets-{state}",
                     severity=severity,
                     title=f"{_plural(len(found), 'budget')} {words}",
                     detail=f"{', '.join(tenants[:5])}: a hard budget refuses admissions once spent",
-                    url=reverse("tenant-dashboard", args=[found[0].tenant_id]),
+                    url=reverse("tenant-dashboard", args=[first.tenant_id]),
                     count=len(found),
                 )
             )

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+import requests
+from celery import current_app
+from playwright.sync_api import Browser, ConsoleMessage, Page, Request, Response, sync_playwright
+
+from gpuplatform.accounts.tokens import issue_api_token
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
 # Flags for a closed network: no background fetches that would be refused at every start.
@@ -52,9 +59,126 @@ def log_in(page: Page, base_url: str, username: str, password: str | None = None
 
 
 @pytest.fixture
+def eager_tasks() -> Iterator[None]:
+    """Celery tasks (a report job, the rollout driver) run inside the live server's request that
+    queues them, as a worker would run them just after."""
+    before = current_app.conf.task_always_eager
+    current_app.conf.task_always_eager = True
+    yield
+    current_app.conf.task_always_eager = before
+
+
+@pytest.fixture
 def login(live_server: Any) -> Any:
     def do(page: Page, username: str) -> str:
         log_in(page, live_server.url, username)
         return str(live_server.url)
 
     return do
+
+
+# --- Screenshots of each journey's steps, kept as the run's artifacts -------------------------------
+
+SCREENSHOT_DIR_ENV = "GPUPLATFORM_SCREENSHOT_DIR"
+DEFAULT_SCREENSHOT_DIR = Path(__file__).resolve().parents[2] / "var" / "test-artifacts" / "screenshots"
+
+
+class Shots:
+    """``shot(page, "queue-admitted")`` saves a full-page PNG as ``NN-queue-admitted.png`` in this
+    test's folder, numbered in the order taken, so a failed run leaves the steps that led to it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.taken: list[Path] = []
+
+    def __call__(self, page: Page, step: str) -> Path:
+        name = re.sub(r"[^a-z0-9]+", "-", step.lower()).strip("-")
+        path = self.folder / f"{len(self.taken) + 1:02d}-{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        self.taken.append(path)
+        return path
+
+
+@pytest.fixture
+def shot(request: pytest.FixtureRequest) -> Shots:
+    root = Path(os.environ.get(SCREENSHOT_DIR_ENV) or DEFAULT_SCREENSHOT_DIR)
+    folder = root / re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-")
+    shutil.rmtree(folder, ignore_errors=True)  # this run's steps only, not an earlier run's
+    folder.mkdir(parents=True, exist_ok=True)
+    return Shots(folder)
+
+
+# --- What a page reports going wrong: console errors, script errors, failed or refused requests ------
+
+
+@dataclass
+class PageProblems:
+    seen: list[str] = field(default_factory=list)
+
+    def take(self) -> list[str]:
+        """The problems since the last call (so a journey can check page by page)."""
+        found, self.seen = self.seen, []
+        return found
+
+
+def watch(page: Page) -> PageProblems:
+    """Record what a person would see go wrong in the browser's console and network panel."""
+    problems = PageProblems()
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            source = message.location.get("url") or page.url
+            problems.seen.append(f"console error on {page.url} from {source}: {message.text}")
+
+    def on_response(response: Response) -> None:
+        if response.status >= 400:
+            problems.seen.append(f"{response.status} for {response.request.method} {response.url}")
+
+    def on_failed(request: Request) -> None:
+        # ERR_ABORTED: the page went on to the next one while this request was in flight (a favicon,
+        # a late script), which the person does not see; a refused or unreachable request is a problem.
+        if request.failure != "net::ERR_ABORTED":
+            problems.seen.append(f"request failed: {request.url} ({request.failure})")
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: problems.seen.append(f"script error on {page.url}: {error}"))
+    page.on("requestfailed", on_failed)
+    page.on("response", on_response)
+    return problems
+
+
+# --- The API over HTTP, as a script or a tenant's tooling calls the live server ----------------------
+
+
+class HttpApi:
+    def __init__(self, base: str, token: str) -> None:
+        self.base = base
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {token}"
+        # One connection per call: a kept-alive one would hold a live-server thread, and its
+        # database session, open past the test.
+        self.session.headers["Connection"] = "close"
+
+    def get(self, path: str, **kwargs: Any) -> requests.Response:
+        return self.session.get(self.base + path, timeout=30, **kwargs)
+
+    def post(self, path: str, body: dict[str, Any], **kwargs: Any) -> requests.Response:
+        return self.session.post(self.base + path, json=body, timeout=30, **kwargs)
+
+
+@pytest.fixture
+def http_api(live_server: Any) -> Iterator[Any]:
+    """http_api(user) -> a requests session sending a fresh read+write token of ``user`` to the live
+    server (a real HTTP client, not Django's test client)."""
+
+    made: dict[Any, HttpApi] = {}
+
+    def make(user: Any) -> HttpApi:
+        if user.pk not in made:
+            issued = issue_api_token(actor=user, name=f"journey-{user.username}", scopes=["read", "write"])
+            made[user.pk] = HttpApi(str(live_server.url), issued.plaintext)
+        return made[user.pk]
+
+    yield make
+    for client in made.values():
+        client.session.close()

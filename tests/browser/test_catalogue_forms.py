@@ -1,4 +1,5 @@
-"""A platform-admin builds the catalogue through the forms in a real browser (issue 11, item 6)."""
+"""A platform-admin logs in, creates a tenant, then the catalogue it needs through the forms (a flavor,
+the tenant's quota and its budget), in a real browser (issue 11, item 6; issue 16)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,31 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from quotas.models import Budget, Flavor, Quota
+from tenants.models import Tenant
 from tests.inventory import factories as inv
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_platform_admin_creates_a_flavor_a_quota_and_a_budget(transactional_db, cast, page: Page, login):
+def test_a_platform_admin_creates_a_tenant_a_flavor_its_quota_and_its_budget(
+    transactional_db, cast, page: Page, login, shot
+):
     inv.pool("a100-pool")
     base = login(page, "pat")
+
+    # a team under research
+    page.click("nav >> text=Tenants")
+    page.get_by_test_id("tenant-tree").get_by_role("link", name="Research").click()
+    page.get_by_role("button", name="Add child tenant").click()
+    page.fill("input[name=slug]", "robotics")
+    page.fill("input[name=display_name]", "Robotics")
+    shot(page, "new-tenant")
+    page.click("button:text('Save')")
+    expect(page.locator(".messages")).to_contain_text("Created Robotics.")
+    robotics = Tenant.objects.get(slug="robotics")
+    assert robotics.parent_id == cast.research.pk
+    shot(page, "tenant-created")
+
     page.get_by_role("link", name="Catalogue").click()
     expect(page.get_by_test_id("empty")).to_contain_text("No flavors yet.")
 
@@ -30,7 +48,7 @@ def test_a_platform_admin_creates_a_flavor_a_quota_and_a_budget(transactional_db
 
     # a quota, first with a resource the flavor does not count: the service's message, nothing made
     page.goto(f"{base}/catalogue/quotas/new/")
-    page.select_option("select[name=tenant]", "research")
+    page.select_option("select[name=tenant]", "robotics")
     page.select_option("select[name=flavor]", "a100")
     page.fill("input[name=resource]", "nvidia.com/mig-1g.10gb")
     page.fill("input[name=nominal]", "8")
@@ -41,18 +59,24 @@ def test_a_platform_admin_creates_a_flavor_a_quota_and_a_budget(transactional_db
     assert not Quota.objects.exists()
     page.fill("input[name=resource]", "")
     page.click("button:text('Save')")
-    expect(page.get_by_test_id("catalogue")).to_contain_text("research")
+    expect(page.get_by_test_id("catalogue")).to_contain_text("robotics")
     expect(page.get_by_test_id("catalogue")).to_contain_text("nvidia.com/gpu")
+    shot(page, "quota-created")
 
     # a budget for every flavor
     page.get_by_role("link", name="Budgets").click()
     page.get_by_test_id("new").click()
-    page.select_option("select[name=tenant]", "research")
+    page.select_option("select[name=tenant]", "robotics")
     page.fill("input[name=limit_ge_hours]", "5760")
     page.click("button:text('Save')")
     expect(page.get_by_test_id("catalogue")).to_contain_text("every flavor")
     expect(page.get_by_test_id("catalogue")).to_contain_text("5760.000")
+    shot(page, "budget-created")
 
     flavor = Flavor.objects.get(name="a100")
-    assert Quota.objects.get(tenant=cast.research, flavor=flavor).nominal == 8
-    assert Budget.objects.get(tenant=cast.research).limit_ge_hours == 5760
+    assert Quota.objects.get(tenant=robotics, flavor=flavor).nominal == 8
+    assert Budget.objects.get(tenant=robotics).limit_ge_hours == 5760
+    # the tenant's page shows both
+    page.goto(f"{base}/tenants/{robotics.pk}/")
+    expect(page.locator("main")).to_contain_text("5760")
+    shot(page, "tenant-page")

@@ -32,7 +32,7 @@ def sso_login(page: Page, base: str, account: str) -> None:
 
 
 def test_a_person_logs_in_through_the_provider_and_their_groups_become_roles(
-    transactional_db, cast, browser_sso, live_server, page: Page
+    transactional_db, cast, browser_sso, live_server, page: Page, shot
 ):
     browser_sso.set_account(
         "0f3c-dana",
@@ -45,6 +45,7 @@ def test_a_person_logs_in_through_the_provider_and_their_groups_become_roles(
     sso_login(page, live_server.url, "0f3c-dana")
 
     expect(page.get_by_test_id("logout")).to_contain_text("Log out dsmith")
+    shot(page, "logged-in-through-the-provider")
     user = User.objects.get(username="dsmith")
     assert (user.email, user.first_name, user.platform_role) == ("dana.smith@acme.example", "Dana", "finance")
     assert not user.has_usable_password()
@@ -73,10 +74,11 @@ def test_a_person_logs_in_through_the_provider_and_their_groups_become_roles(
     page.goto(f"{live_server.url}/tenants/")
     expect(page.get_by_test_id("tenant-tree")).to_contain_text("NLP")
     expect(page.get_by_test_id("tenant-tree")).not_to_contain_text("Vision")
+    shot(page, "groups-moved")
 
 
 def test_with_password_logins_off_the_page_offers_only_single_sign_on(
-    transactional_db, cast, browser_sso, settings, live_server, page: Page
+    transactional_db, cast, browser_sso, settings, live_server, page: Page, shot
 ):
     settings.LOCAL_LOGIN_ENABLED = False
     settings.AUTHENTICATION_BACKENDS = [
@@ -87,3 +89,4 @@ def test_with_password_logins_off_the_page_offers_only_single_sign_on(
     expect(page.get_by_role("link", name="Log in with Acme login")).to_be_visible()
     expect(page.locator("input[name=password]")).to_have_count(0)
     expect(page.locator("main")).to_contain_text("Password logins are turned off")
+    shot(page, "login-page")

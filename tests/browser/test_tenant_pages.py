@@ -10,7 +10,7 @@ from tenants.models import Membership, Tenant
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_platform_admin_sees_the_indented_tree(transactional_db, cast, page: Page, login):
+def test_platform_admin_sees_the_indented_tree(transactional_db, cast, page: Page, login, shot):
     base = login(page, "pat")
     page.click("nav >> text=Tenants")
     tree = page.get_by_test_id("tenant-tree")
@@ -19,7 +19,7 @@ def test_platform_admin_sees_the_indented_tree(transactional_db, cast, page: Pag
     vision_indent = tree.locator("tr", has_text="Vision").locator(".indent").evaluate("e => e.offsetWidth")
     acme_indent = tree.locator("tr", has_text="Acme").locator(".indent").evaluate("e => e.offsetWidth")
     assert vision_indent == 48 and acme_indent == 0
-    page.screenshot(path="/tmp/gpuplatform-tenant-tree.png", full_page=True)
+    shot(page, "tenant-tree")
     assert page.url == f"{base}/tenants/"
 
 
