@@ -153,22 +153,26 @@ def watch(page: Page) -> PageProblems:
 class HttpApi:
     def __init__(self, base: str, token: str) -> None:
         self.base = base
-        self.session = requests.Session()
-        self.session.headers["Authorization"] = f"Bearer {token}"
-        # One connection per call: a kept-alive one would hold a live-server thread, and its
-        # database session, open past the test.
-        self.session.headers["Connection"] = "close"
+        # One connection per call (no pooled session): a kept-alive one would hold a live-server
+        # thread, and its database session, open past the test; and a pooled connection the server
+        # is closing after its answer (it does not say "Connection: close") can be picked for the
+        # next call, which then dies with RemoteDisconnected.
+        self.headers = {"Authorization": f"Bearer {token}", "Connection": "close"}
 
-    def get(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.session.get(self.base + path, timeout=30, **kwargs)
+    def get(self, path: str, headers: dict[str, str] | None = None, **kwargs: Any) -> requests.Response:
+        sent = {**self.headers, **(headers or {})}
+        return requests.get(self.base + path, headers=sent, timeout=30, **kwargs)
 
-    def post(self, path: str, body: dict[str, Any], **kwargs: Any) -> requests.Response:
-        return self.session.post(self.base + path, json=body, timeout=30, **kwargs)
+    def post(
+        self, path: str, body: dict[str, Any], headers: dict[str, str] | None = None, **kwargs: Any
+    ) -> requests.Response:
+        sent = {**self.headers, **(headers or {})}
+        return requests.post(self.base + path, json=body, headers=sent, timeout=30, **kwargs)
 
 
 @pytest.fixture
-def http_api(live_server: Any) -> Iterator[Any]:
-    """http_api(user) -> a requests session sending a fresh read+write token of ``user`` to the live
+def http_api(live_server: Any) -> Any:
+    """http_api(user) -> an HTTP client sending a fresh read+write token of ``user`` to the live
     server (a real HTTP client, not Django's test client)."""
 
     made: dict[Any, HttpApi] = {}
@@ -179,6 +183,4 @@ def http_api(live_server: Any) -> Iterator[Any]:
             made[user.pk] = HttpApi(str(live_server.url), issued.plaintext)
         return made[user.pk]
 
-    yield make
-    for client in made.values():
-        client.session.close()
+    return make
