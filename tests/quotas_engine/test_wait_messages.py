@@ -8,9 +8,22 @@ import dataclasses
 from datetime import timedelta
 from fractions import Fraction
 
-from quotas.admission import BudgetSpec, Outcome, QueueingStrategy, Reason, decide, schedule
+from quotas.admission import (
+    BudgetSpec,
+    FlavorResource,
+    FlavorSpec,
+    Outcome,
+    PendingRequest,
+    QueueingStrategy,
+    QuotaSpec,
+    Reason,
+    Snapshot,
+    TenantNode,
+    decide,
+    schedule,
+)
 
-from .builders import gpus, holding, request, snapshot
+from .builders import H100, gpus, holding, request, snapshot
 
 TEAM = {"org": None, "vision": "org"}
 
@@ -63,4 +76,103 @@ def test_an_over_budget_message_gives_a_fractional_figure_to_two_decimals():
     assert d.message == (
         "1.50 GE-h expected + 9 GE-h burned or committed exceeds the 10 GE-h monthly budget of 'vision' "
         "(all flavors)"
+    )
+
+
+MIG_3G = "nvidia.com/mig-3g.40gb"
+MIG_1G = "nvidia.com/mig-1g.10gb"
+
+
+def mig_flavor(name: str) -> FlavorSpec:
+    return FlavorSpec(
+        name=name,
+        gpu_model="H100",
+        resources=(
+            FlavorResource(name=MIG_3G, ge_per_unit=Fraction(1, 2)),
+            FlavorResource(name=MIG_1G, ge_per_unit=Fraction(1, 7)),
+        ),
+    )
+
+
+def slices(amounts: dict[str, int], *fallback: str) -> PendingRequest:
+    req = request("m1", "vision", 1, order=1, flavor="mig-a", resource=MIG_3G)
+    return dataclasses.replace(req, amounts=amounts, fallback_flavors=fallback)
+
+
+def mig_snapshot(req: PendingRequest, quotas: list[QuotaSpec]) -> Snapshot:
+    return snapshot(
+        tree=TEAM,
+        quotas=quotas,
+        free={"mig-a": {MIG_3G: 8, MIG_1G: 8}},
+        pending=[req],
+        flavors=(H100, mig_flavor("mig-a"), mig_flavor("mig-b")),
+    )
+
+
+def test_a_request_no_quota_could_ever_hold_is_told_which_resource_exceeds_and_by_how_much():
+    # given: on mig-a vision has 4 slices of 3g.40gb and 7 of 1g.10gb (no parent quota, nothing to
+    # borrow: at most 4 and 7 ever). It asks 7 of 1g.10gb and 9 of 3g.40gb
+    quotas = [
+        QuotaSpec(tenant="vision", flavor="mig-a", resource=MIG_3G, nominal=4),
+        QuotaSpec(tenant="vision", flavor="mig-a", resource=MIG_1G, nominal=7),
+    ]
+    snap = mig_snapshot(slices({MIG_1G: 7, MIG_3G: 9}), quotas)
+    # when
+    d = decide(snapshot=snap, request_id="m1")
+    # then: 7 of 7 could be granted and is not mentioned; 9 > 4 is
+    assert (d.outcome, d.reason) == (Outcome.WAIT, Reason.EXCEEDS_MAX_POSSIBLE)
+    assert d.message == (
+        "exceeds what any quota could hold: nvidia.com/mig-3g.40gb: asked 9, at most 4 could ever be granted"
+    )
+
+
+def test_a_request_no_flavor_could_ever_hold_is_told_what_each_flavor_lacks():
+    # given: vision has 4 slices of 3g.40gb on mig-a and no quota at all on mig-b. It asks 9 slices
+    # of 3g.40gb and none of 1g.10gb, on mig-a, else mig-b
+    quotas = [QuotaSpec(tenant="vision", flavor="mig-a", resource=MIG_3G, nominal=4)]
+    snap = mig_snapshot(slices({MIG_1G: 0, MIG_3G: 9}, "mig-b"), quotas)
+    # when
+    d = decide(snapshot=snap, request_id="m1")
+    # then: the 1g.10gb it does not ask for is no limit (though vision has no quota for it); 9 > 4 on
+    # mig-a, and mig-b has no 3g.40gb quota for vision
+    assert (d.outcome, d.reason) == (Outcome.WAIT, Reason.EXCEEDS_MAX_POSSIBLE)
+    assert d.message == (
+        "exceeds what any quota could hold: nvidia.com/mig-3g.40gb: asked 9, at most 4 could ever be "
+        "granted in 'mig-a'; nvidia.com/mig-3g.40gb: no quota in 'mig-b'"
+    )
+
+
+def test_a_request_in_a_priority_class_its_tenant_may_not_use_is_told_so():
+    # given: vision may use only the "normal" class; it asks 1 GPU at "high"
+    snap = snapshot(
+        tree=TEAM, quotas=[gpus("vision", 4)], pending=[request("v1", "vision", 1, order=1, prio="high")]
+    )
+    tenants = (
+        TenantNode(id="org"),
+        TenantNode(id="vision", parent="org", allowed_priority_classes=frozenset({"normal"})),
+    )
+    snap = dataclasses.replace(snap, tenants=tenants)
+    # when
+    d = decide(snapshot=snap, request_id="v1")
+    # then
+    assert (d.outcome, d.reason) == (Outcome.WAIT, Reason.PRIORITY_CLASS_NOT_ALLOWED)
+    assert d.message == "tenant 'vision' may not use priority class 'high'"
+
+
+def test_a_flavor_budget_counts_what_the_same_pass_admitted_before():
+    # given: vision's hard budget for h100 alone is 3 GE-h, none burned; two requests of 2 GPUs for
+    # 1 hour each (2 GE-h each)
+    budget = BudgetSpec(
+        tenant="vision", flavor="h100", limit_ge_hours=Fraction(3), burned_ge_hours=Fraction(0), hard=True
+    )
+    pending = [request("v1", "vision", 2, order=1), request("v2", "vision", 2, order=2)]
+    snap = snapshot(tree=TEAM, quotas=[gpus("vision", 4)], pending=pending, budgets=[budget])
+    # when: one pass decides both
+    decisions = {d.request_id: d for d in schedule(snapshot=snap)}
+    # then: v1 commits 2 <= 3; v2 would make 2 + 2 = 4 > 3
+    assert decisions["v1"].outcome is Outcome.ADMIT
+    assert (decisions["v2"].outcome, decisions["v2"].reason) == (Outcome.WAIT, Reason.OVER_BUDGET)
+    assert decisions["v2"].message == (
+        "2 GE-h expected + 2 GE-h burned or committed exceeds the 3 GE-h monthly budget of 'vision' "
+        "(flavor 'h100')"
     )
