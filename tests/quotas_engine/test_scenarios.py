@@ -23,6 +23,7 @@ from quotas.admission import (
     Reason,
     advance,
     decide,
+    fair_share,
     release,
     schedule,
 )
@@ -367,3 +368,14 @@ def test_advance_carries_out_decisions():
     assert after.pending == ()
     assert after.free["h100"][GPU] == 0
     assert after.active[-1].ends_at == snap.now + timedelta(hours=1)
+
+
+def test_a_tenants_fair_share_is_what_it_borrows_over_its_trees_pool():
+    # given: the org owns a 6-GPU pool; vision and speech own nothing. Vision holds 2 GPUs, all
+    # borrowed from the pool; speech holds none
+    tree = {"org": None, "vision": "org", "speech": "org"}
+    quotas = (gpus("org", 6), gpus("vision", 0), gpus("speech", 0))
+    snap = snapshot(tree=tree, quotas=quotas, active=[holding("v0", "vision", 2, order=1)])
+    # then: vision's dominant share is 2 / 6 = 1/3; speech borrows nothing
+    assert fair_share(snapshot=snap, tenant="vision") == Fraction(1, 3)
+    assert fair_share(snapshot=snap, tenant="speech") == 0
