@@ -35,6 +35,24 @@ def test_a_request_within_its_quota_goes_before_a_borrower_whatever_the_weights(
     assert decisions[1].reason is Reason.NO_PHYSICAL_FIT
 
 
+def test_a_request_that_fills_its_quota_exactly_does_not_count_as_borrowing():
+    # given: as above, but vision asks exactly its 2 GPUs and two cards are free
+    snap = snapshot(
+        tree=TEAMS,
+        quotas=[gpus("vision", 2), gpus("speech", 1)],
+        free=2,
+        active=[holding("s0", "speech", 1, order=1)],
+        pending=[request("s1", "speech", 1, order=2), request("v1", "vision", 2, order=3)],
+        weights={"vision": 0, "speech": 1},
+    )
+    # when
+    decisions = schedule(snapshot=snap)
+    # then: 0 + 2 <= 2, v1 does not borrow and goes first; then the org's 3 are all used (2 + 1) and
+    # s1 waits for quota
+    assert [(d.request_id, d.outcome) for d in decisions] == [("v1", Outcome.ADMIT), ("s1", Outcome.WAIT)]
+    assert decisions[1].reason is Reason.WAITING_FOR_QUOTA
+
+
 def test_an_admission_re_ranks_the_other_queues_of_the_same_tenant():
     # given: the org owns a 6-GPU pool; vision and speech own nothing. Vision has two queues
     # ("vision-q", "vision-batch"), speech one; all weight 1. v1 (vision-q, created 1), v2
