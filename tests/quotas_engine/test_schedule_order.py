@@ -35,6 +35,37 @@ def test_a_request_within_its_quota_goes_before_a_borrower_whatever_the_weights(
     assert decisions[1].reason is Reason.NO_PHYSICAL_FIT
 
 
+def test_a_tenant_with_a_zero_quota_borrows_its_first_gpu():
+    # given: vision has 2 GPUs and a queue of weight 0; speech has a quota row of 0 GPUs (so
+    # everything it gets is borrowed) and weight 1. One card is free; each asks 1
+    snap = snapshot(
+        tree=TEAMS,
+        quotas=[gpus("vision", 2), gpus("speech", 0)],
+        free=1,
+        pending=[request("s1", "speech", 1, order=1), request("v1", "vision", 1, order=2)],
+        weights={"vision": 0, "speech": 1},
+    )
+    # when
+    decisions = schedule(snapshot=snap)
+    # then: 0 + 1 > 0, s1 would borrow, so v1 (within its 2) goes first and takes the card
+    assert [(d.request_id, d.outcome) for d in decisions] == [("v1", Outcome.ADMIT), ("s1", Outcome.WAIT)]
+
+
+def test_among_equal_shares_the_higher_priority_head_goes_first():
+    # given: the org owns a 6-GPU pool; vision and speech own nothing; one card is free. Vision's
+    # low-priority request is older than speech's high-priority one; each asks 1
+    quotas = (gpus("org", 6), gpus("vision", 0), gpus("speech", 0))
+    pending = [
+        request("v1", "vision", 1, order=1, prio="low"),
+        request("s1", "speech", 1, order=2, prio="high"),
+    ]
+    snap = snapshot(tree=TEAMS, quotas=quotas, free=1, pending=pending)
+    # when
+    decisions = schedule(snapshot=snap)
+    # then: both would borrow 1 of 6 (share 1/6): priority decides before age; s1 takes the card
+    assert [(d.request_id, d.outcome) for d in decisions] == [("s1", Outcome.BORROW), ("v1", Outcome.WAIT)]
+
+
 def test_a_request_that_fills_its_quota_exactly_does_not_count_as_borrowing():
     # given: as above, but vision asks exactly its 2 GPUs and two cards are free
     snap = snapshot(
