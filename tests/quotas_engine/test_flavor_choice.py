@@ -154,3 +154,31 @@ def test_of_two_flavors_that_both_need_a_preemption_the_one_without_borrowing_is
     assert (d.outcome, d.flavor, d.borrowed) == (Outcome.PREEMPT, "a100", ())
     assert [v.request_id for v in d.victims] == ["a-low"]
     assert [(a.flavor, a.outcome) for a in d.flavor_attempts] == [("h100", "preempt"), ("a100", "preempt")]
+
+
+def test_reclaiming_a_relatives_borrowed_quota_beats_preempting_its_own_work():
+    # given: on h100 vision has 4, all held by its own low-priority "h-low". On a100 vision and
+    # speech have 4 each and speech holds 4 + 2 = 6, borrowing 2 of vision's. No card is free. Vision
+    # asks 2 at normal priority, h100 first, else a100
+    quotas = [gpus("vision", 4), on("a100", "vision", 4), on("a100", "speech", 4)]
+    active = [
+        holding("h-low", "vision", 4, order=1, prio="low"),
+        holding("s-a", "speech", 4, order=2, flavor="a100"),
+        holding("s-b", "speech", 2, order=3, flavor="a100"),
+    ]
+    pending = [falling_back(request("v1", "vision", 2, order=4), "a100")]
+    snap = snapshot(
+        tree={"org": None, "vision": "org", "speech": "org"},
+        quotas=quotas,
+        free={"h100": {GPU: 0}, "a100": {GPU: 0}},
+        active=active,
+        pending=pending,
+        flavors=(H100, A100),
+    )
+    # when
+    d = decide(snapshot=snap, request_id="v1")
+    # then: h100 needs h-low preempted (priority); a100 needs s-b, the latest of speech's borrowed
+    # work, reclaimed (vision's own quota, 0 + 2 <= 4). Reclaiming what vision is owed is preferred
+    assert (d.outcome, d.flavor) == (Outcome.PREEMPT, "a100")
+    assert [(v.request_id, v.cause) for v in d.victims] == [("s-b", "reclaim")]
+    assert [(a.flavor, a.outcome) for a in d.flavor_attempts] == [("h100", "preempt"), ("a100", "preempt")]

@@ -176,3 +176,43 @@ def test_a_flavor_budget_counts_what_the_same_pass_admitted_before():
         "2 GE-h expected + 2 GE-h burned or committed exceeds the 3 GE-h monthly budget of 'vision' "
         "(flavor 'h100')"
     )
+
+
+def test_a_parents_soft_budget_admits_with_a_warning_naming_whose_budget_it_is():
+    # given: org has a soft all-flavor budget of 2 GE-h (none burned); vision, under org, asks 3
+    # GPUs for 1 hour: 3 GE-h
+    budget = BudgetSpec(
+        tenant="org", flavor=None, limit_ge_hours=Fraction(2), burned_ge_hours=Fraction(0), hard=False
+    )
+    snap = snapshot(
+        tree=TEAM, quotas=[gpus("vision", 4)], pending=[request("v1", "vision", 3, order=1)], budgets=[budget]
+    )
+    # when
+    d = decide(snapshot=snap, request_id="v1")
+    # then: 0 + 3 > 2, but the budget is soft: admitted, with the warning
+    assert d.outcome is Outcome.ADMIT
+    assert [(w.code, w.message) for w in d.warnings] == [
+        (
+            "soft_budget_exceeded",
+            "3 GE-h expected + 0 GE-h burned or committed exceeds the 2 GE-h monthly budget of 'org' "
+            "(all flavors, which covers 'vision')",
+        )
+    ]
+
+
+def test_a_parents_hard_flavor_budget_holds_a_childs_request():
+    # given: org has a hard budget of 2 GE-h for h100 (1 burned); vision asks 2 GPUs for 1 hour
+    budget = BudgetSpec(
+        tenant="org", flavor="h100", limit_ge_hours=Fraction(2), burned_ge_hours=Fraction(1), hard=True
+    )
+    snap = snapshot(
+        tree=TEAM, quotas=[gpus("vision", 4)], pending=[request("v1", "vision", 2, order=1)], budgets=[budget]
+    )
+    # when
+    d = decide(snapshot=snap, request_id="v1")
+    # then: 1 + 2 = 3 > 2
+    assert (d.outcome, d.reason) == (Outcome.WAIT, Reason.OVER_BUDGET)
+    assert d.message == (
+        "2 GE-h expected + 1 GE-h burned or committed exceeds the 2 GE-h monthly budget of 'org' "
+        "(flavor 'h100', which covers 'vision')"
+    )
