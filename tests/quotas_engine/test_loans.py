@@ -81,3 +81,14 @@ def test_a_tenant_over_a_cut_quota_is_told_none_is_available_not_a_negative_figu
     d = decide(snapshot=snap, request_id="v1")
     # then: 2 - 3 = -1 available, said as 0
     assert d.message == "not enough quota for 'vision' in 'h100': nvidia.com/gpu asked 1, 0 available"
+
+
+def test_a_borrower_already_using_part_of_its_quota_borrows_only_what_exceeds_it():
+    # given: vision already holds 1 of its 2; nobody else uses anything
+    active = [holding("v0", "vision", 1, order=1)]
+    snap = snapshot(tree=TEAMS, quotas=QUOTAS, active=active, pending=[request("v1", "vision", 3, order=2)])
+    # when: it asks 3 more
+    d = decide(snapshot=snap, request_id="v1")
+    # then: 1 + 3 = 4, 2 beyond its 2: both from speech (2 unused, more than audio's 1)
+    assert d.outcome is Outcome.BORROW
+    assert [(loan.lender, loan.amount) for loan in d.borrowed] == [("speech", 2)]
