@@ -8,6 +8,8 @@ import dataclasses
 from datetime import timedelta
 from fractions import Fraction
 
+import pytest
+
 from quotas.admission import (
     BudgetSpec,
     FlavorResource,
@@ -28,7 +30,8 @@ from .builders import H100, gpus, holding, request, snapshot
 TEAM = {"org": None, "vision": "org"}
 
 
-def test_a_request_behind_a_strict_head_is_told_which_request_it_waits_for_and_what_it_would_cost():
+@pytest.mark.parametrize("how", ["pass", "decide"])
+def test_a_request_behind_a_strict_head_is_told_which_request_it_waits_for_and_what_it_would_cost(how):
     # given: a StrictFIFO queue; vision (4 nominal) holds 2. Its head "v1" asks 4 (only 2 available),
     # and behind it "v2" asks 2 GPUs for 3 hours
     active = [holding("v0", "vision", 2, order=1)]
@@ -40,25 +43,32 @@ def test_a_request_behind_a_strict_head_is_told_which_request_it_waits_for_and_w
         pending=pending,
         strategy=QueueingStrategy.STRICT_FIFO,
     )
-    # when: the scheduling pass
-    decisions = {d.request_id: d for d in schedule(snapshot=snap)}
+    # when: the scheduling pass, or deciding v2 alone
+    if how == "pass":
+        v2 = {d.request_id: d for d in schedule(snapshot=snap)}["v2"]
+    else:
+        v2 = decide(snapshot=snap, request_id="v2")
     # then: v1 waits for quota, and v2, which would fit, waits behind it: 2 GE on h100, 2 x 3 = 6
     # GE-h expected this month
-    v2 = decisions["v2"]
     assert (v2.outcome, v2.reason) == (Outcome.WAIT, Reason.BLOCKED_BY_QUEUE_HEAD)
     assert v2.message == "StrictFIFO queue 'vision-q' waits for 'v1'"
     assert (v2.flavor, v2.ge, v2.expected_ge_hours) == ("h100", 2, 6)
+    # and the head itself is told about its quota, not about a head
+    head = decide(snapshot=snap, request_id="v1")
+    assert head.message == "not enough quota for 'vision' in 'h100': nvidia.com/gpu asked 4, 2 available"
 
 
 def test_a_request_awaiting_approval_is_told_so():
-    # given: a request for 1 GPU that needs approval, not yet given
-    pending = [request("v1", "vision", 1, order=1, approval=True)]
+    # given: a request for 2 GPUs for 3 hours that needs approval, not yet given
+    pending = [request("v1", "vision", 2, order=1, hours=3, approval=True)]
     snap = snapshot(tree=TEAM, quotas=[gpus("vision", 4)], pending=pending)
     # when
     d = decide(snapshot=snap, request_id="v1")
     # then
     assert (d.outcome, d.reason) == (Outcome.WAIT, Reason.AWAITING_APPROVAL)
     assert d.message == "the request needs approval before it can be admitted"
+    # and what it would cost once approved: 2 GE on h100, 2 x 3 = 6 GE-h
+    assert (d.flavor, d.ge, d.expected_ge_hours) == ("h100", 2, 6)
 
 
 def test_an_over_budget_message_gives_a_fractional_figure_to_two_decimals():
