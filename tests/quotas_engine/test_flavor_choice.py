@@ -9,7 +9,10 @@ from __future__ import annotations
 import dataclasses
 from fractions import Fraction
 
+import pytest
+
 from quotas.admission import (
+    BudgetSpec,
     FlavorAttempt,
     FlavorResource,
     FlavorSpec,
@@ -119,7 +122,7 @@ def test_a_flavor_it_can_preempt_on_beats_a_later_flavor_where_it_would_only_wai
     d = decide(snapshot=snap, request_id="v1")
     # then: h100 needs a preemption, so a100 is tried first (Kueue's default), but a100 has no one
     # of lower priority to evict and waits; preempting on h100 is better than waiting
-    assert (d.outcome, d.flavor) == (Outcome.PREEMPT, "h100")
+    assert (d.outcome, d.flavor, d.ge, d.warnings) == (Outcome.PREEMPT, "h100", 2, ())
     assert [(v.request_id, v.cause) for v in d.victims] == [("h-low", "priority")]
     assert (
         d.message == "admitted on 'h100' by preempting 1 request(s) of lower priority or beyond their quota"
@@ -182,3 +185,36 @@ def test_reclaiming_a_relatives_borrowed_quota_beats_preempting_its_own_work():
     assert (d.outcome, d.flavor) == (Outcome.PREEMPT, "a100")
     assert [(v.request_id, v.cause) for v in d.victims] == [("s-b", "reclaim")]
     assert [(a.flavor, a.outcome) for a in d.flavor_attempts] == [("h100", "preempt"), ("a100", "preempt")]
+
+
+@pytest.mark.parametrize("first_flavor_blocked_by", ["budget", "cards"])
+def test_a_flavor_that_cannot_take_it_now_does_not_stop_the_search(first_flavor_blocked_by):
+    # given: vision has 4 on h100 and 4 on a100. Either its hard h100 budget (1 GE-h, none burned) is
+    # too small, or no h100 card is free; a100 has 8 free. It asks 2 GPUs for 1 hour, h100 first
+    budgets = []
+    free = {"h100": {GPU: 8}, "a100": {GPU: 8}}
+    if first_flavor_blocked_by == "budget":
+        budgets = [
+            BudgetSpec(
+                tenant="vision",
+                flavor="h100",
+                limit_ge_hours=Fraction(1),
+                burned_ge_hours=Fraction(0),
+                hard=True,
+            )
+        ]
+    else:
+        free["h100"][GPU] = 0
+    snap = snapshot(
+        tree={"org": None, "vision": "org"},
+        quotas=[gpus("vision", 4), on("a100", "vision", 4)],
+        free=free,
+        pending=[falling_back(request("v1", "vision", 2, order=1), "a100")],
+        budgets=budgets,
+        flavors=(H100, A100),
+    )
+    # when
+    d = decide(snapshot=snap, request_id="v1")
+    # then: h100 waits (2 GE-h > 1, or 0 cards free), so a100 is weighed and takes it
+    assert (d.outcome, d.flavor) == (Outcome.ADMIT, "a100")
+    assert [(a.flavor, a.outcome) for a in d.flavor_attempts] == [("h100", "wait"), ("a100", "admit")]

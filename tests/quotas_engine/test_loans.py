@@ -10,12 +10,12 @@ import pytest
 
 from quotas.admission import Outcome, Reason, decide
 
-from .builders import gpus, holding, request, snapshot
+from .builders import GPU, gpus, holding, request, snapshot
 
-# org (1 GPU of its own, shared) -> vision 2; speech 2 (lends all); audio 3 lending at most 1 (keeps 2)
-# org's subtree quota: 1 + 2 + 2 + 1 = 6
-TEAMS = {"org": None, "vision": "org", "speech": "org", "audio": "org"}
-QUOTAS = [gpus("org", 1), gpus("vision", 2), gpus("speech", 2), gpus("audio", 3, lending=1)]
+# org (1 GPU of its own, shared) -> vision 2; speech 2 (lends all); audio 3 lending at most 1 (keeps 2);
+# lab 0 (a quota row, nothing to lend). org's subtree quota: 1 + 2 + 2 + 1 + 0 = 6
+TEAMS = {"org": None, "vision": "org", "speech": "org", "audio": "org", "lab": "org"}
+QUOTAS = [gpus("org", 1), gpus("vision", 2), gpus("speech", 2), gpus("audio", 3, lending=1), gpus("lab", 0)]
 
 
 @pytest.mark.parametrize(
@@ -40,6 +40,7 @@ def test_a_borrower_is_credited_to_the_siblings_with_most_unused_quota_then_the_
     assert d.outcome is Outcome.BORROW
     assert [(loan.lender, loan.amount, loan.ge) for loan in d.borrowed] == [(s, a, a) for s, a in loans]
     assert d.message == message
+    assert (d.queue, d.amounts) == ("vision-q", {GPU: asked})
 
 
 def test_what_a_lender_uses_itself_is_not_lent():
@@ -92,3 +93,28 @@ def test_a_borrower_already_using_part_of_its_quota_borrows_only_what_exceeds_it
     # then: 1 + 3 = 4, 2 beyond its 2: both from speech (2 unused, more than audio's 1)
     assert d.outcome is Outcome.BORROW
     assert [(loan.lender, loan.amount) for loan in d.borrowed] == [("speech", 2)]
+
+
+def test_a_borrower_already_beyond_its_quota_is_credited_only_for_the_new_excess():
+    # given: vision holds 3, one beyond its 2 (borrowed); nobody else uses anything
+    active = [holding("v0", "vision", 3, order=1)]
+    snap = snapshot(tree=TEAMS, quotas=QUOTAS, active=active, pending=[request("v1", "vision", 1, order=2)])
+    # when: it asks 1 more
+    d = decide(snapshot=snap, request_id="v1")
+    # then: (3 + 1 - 2) - (3 - 2) = 1 newly borrowed, from speech (2 unused, the most)
+    assert [(loan.lender, loan.amount) for loan in d.borrowed] == [("speech", 1)]
+
+
+def test_a_borrower_deep_in_the_tree_is_credited_where_the_quota_is_free():
+    # given: org -> dept (no quota of its own, may borrow 2) -> team-a 2, team-b 0; org -> dept2 4.
+    # team-b holds 1 (borrowed within dept: dept uses 1 of its 2)
+    tree = {"org": None, "dept": "org", "team-a": "dept", "team-b": "dept", "dept2": "org"}
+    quotas = [gpus("dept", 0, borrowing=2), gpus("team-a", 2), gpus("team-b", 0), gpus("dept2", 4)]
+    active = [holding("b0", "team-b", 1, order=1)]
+    snap = snapshot(tree=tree, quotas=quotas, active=active, pending=[request("a3", "team-a", 3, order=2)])
+    # when: team-a asks 3, one beyond its 2
+    d = decide(snapshot=snap, request_id="a3")
+    # then: within dept nothing is free for it (2 - 1 used - team-a's own 2 unused < 0); at org, 6 - 1
+    # used - dept's 1 unused = 4 free, taken from dept2's 4 idle
+    assert d.outcome is Outcome.BORROW
+    assert [(loan.lender, loan.amount) for loan in d.borrowed] == [("dept2", 1)]

@@ -226,3 +226,57 @@ def test_a_parents_hard_flavor_budget_holds_a_childs_request():
         "2 GE-h expected + 1 GE-h burned or committed exceeds the 2 GE-h monthly budget of 'org' "
         "(flavor 'h100', which covers 'vision')"
     )
+
+
+def test_a_multi_resource_request_is_told_each_resource_it_is_short_of():
+    # given: on mig-a vision has 7 slices of 1g.10gb (4 held) and 8 of 3g.40gb (4 held), at its own
+    # priority; plenty free
+    quotas = [
+        QuotaSpec(tenant="vision", flavor="mig-a", resource=MIG_1G, nominal=7),
+        QuotaSpec(tenant="vision", flavor="mig-a", resource=MIG_3G, nominal=8),
+    ]
+    held = holding("m0", "vision", 1, order=1, flavor="mig-a")
+    held = dataclasses.replace(held, amounts={MIG_1G: 4, MIG_3G: 4})
+    pending = [
+        dataclasses.replace(slices({MIG_1G: 3, MIG_3G: 5}), id="exact-1g"),
+        dataclasses.replace(slices({MIG_1G: 4, MIG_3G: 5}), id="both-short"),
+    ]
+    snap = dataclasses.replace(mig_snapshot(pending[0], quotas), active=(held,), pending=tuple(pending))
+    # then: 3 of 3 available 1g slices is no shortfall; 5 > 4 3g slices is
+    d = decide(snapshot=snap, request_id="exact-1g")
+    assert d.message == (
+        "not enough quota for 'vision' in 'mig-a': nvidia.com/mig-3g.40gb asked 5, 4 available"
+    )
+    # and with 4 > 3 1g slices both are listed
+    d = decide(snapshot=snap, request_id="both-short")
+    assert d.message == (
+        "not enough quota for 'vision' in 'mig-a': nvidia.com/mig-1g.10gb asked 4, 3 available, "
+        "nvidia.com/mig-3g.40gb asked 5, 4 available"
+    )
+
+
+def test_a_multi_resource_request_is_told_the_free_capacity_of_each_resource_it_asks_for():
+    # given: vision's quota on mig-a is ample (7 and 8), but only 1 3g.40gb slice and no 1g.10gb
+    # slice are free
+    quotas = [
+        QuotaSpec(tenant="vision", flavor="mig-a", resource=MIG_1G, nominal=7),
+        QuotaSpec(tenant="vision", flavor="mig-a", resource=MIG_3G, nominal=8),
+    ]
+    pending = [
+        dataclasses.replace(slices({MIG_1G: 0, MIG_3G: 2}), id="no-1g"),
+        dataclasses.replace(slices({MIG_1G: 1, MIG_3G: 2}), id="both"),
+    ]
+    snap = dataclasses.replace(
+        mig_snapshot(pending[0], quotas), free={"mig-a": {MIG_1G: 0, MIG_3G: 1}}, pending=tuple(pending)
+    )
+    # then: a resource it asks none of is not mentioned
+    d = decide(snapshot=snap, request_id="no-1g")
+    assert (d.outcome, d.reason) == (Outcome.WAIT, Reason.NO_PHYSICAL_FIT)
+    assert d.message == (
+        "quota allows it but 'mig-a' has too little free capacity: nvidia.com/mig-3g.40gb 1 free of 2 asked"
+    )
+    d = decide(snapshot=snap, request_id="both")
+    assert d.message == (
+        "quota allows it but 'mig-a' has too little free capacity: nvidia.com/mig-1g.10gb 0 free of 1 asked, "
+        "nvidia.com/mig-3g.40gb 1 free of 2 asked"
+    )
