@@ -6,11 +6,13 @@ pool. Cast: whole H100s (1 GE each); every number is worked out in the comments.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
-from quotas.admission import Outcome, Reason, decide
+from quotas.admission import FlavorResource, FlavorSpec, Outcome, QuotaSpec, Reason, decide
 
-from .builders import GPU, gpus, holding, request, snapshot
+from .builders import GPU, H100, gpus, holding, request, snapshot
 
 # org (1 GPU of its own, shared) -> vision 2; speech 2 (lends all); audio 3 lending at most 1 (keeps 2);
 # lab 0 (a quota row, nothing to lend). org's subtree quota: 1 + 2 + 2 + 1 + 0 = 6
@@ -118,3 +120,22 @@ def test_a_borrower_deep_in_the_tree_is_credited_where_the_quota_is_free():
     # used - dept's 1 unused = 4 free, taken from dept2's 4 idle
     assert d.outcome is Outcome.BORROW
     assert [(loan.lender, loan.amount) for loan in d.borrowed] == [("dept2", 1)]
+
+
+def test_a_loan_of_mig_slices_is_counted_in_ge():
+    # given: vision and speech have 2 slices of 3g.40gb each (1/2 GE a slice); speech uses none
+    mig = "nvidia.com/mig-3g.40gb"
+    flavor = FlavorSpec(name="h100-mig", resources=(FlavorResource(name=mig, ge_per_unit=Fraction(1, 2)),))
+    quotas = [QuotaSpec(tenant=t, flavor="h100-mig", resource=mig, nominal=2) for t in ("vision", "speech")]
+    snap = snapshot(
+        tree={"org": None, "vision": "org", "speech": "org"},
+        quotas=quotas,
+        free={"h100-mig": {mig: 8}},
+        pending=[request("m1", "vision", 3, order=1, flavor="h100-mig", resource=mig)],
+        flavors=(H100, flavor),
+    )
+    # when: vision asks 3 slices
+    d = decide(snapshot=snap, request_id="m1")
+    # then: 1 slice borrowed from speech, 1 x 1/2 = 1/2 GE
+    assert [(loan.lender, loan.amount, loan.ge) for loan in d.borrowed] == [("speech", 1, Fraction(1, 2))]
+    assert d.borrowed_ge == Fraction(1, 2)
