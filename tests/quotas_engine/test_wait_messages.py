@@ -280,3 +280,30 @@ def test_a_multi_resource_request_is_told_the_free_capacity_of_each_resource_it_
         "quota allows it but 'mig-a' has too little free capacity: nvidia.com/mig-1g.10gb 0 free of 1 asked, "
         "nvidia.com/mig-3g.40gb 1 free of 2 asked"
     )
+
+
+def test_a_request_that_preempts_past_a_soft_budget_keeps_the_warning():
+    # given: vision (4 GPUs) is all held by its low-priority "low-4" for its last hour (4 GE-h still
+    # to burn); vision's soft budget is 5 GE-h, none burned; no card is free. It asks 2 for 1 hour
+    budget = BudgetSpec(
+        tenant="vision", flavor=None, limit_ge_hours=Fraction(5), burned_ge_hours=Fraction(0), hard=False
+    )
+    snap = snapshot(
+        tree=TEAM,
+        quotas=[gpus("vision", 4)],
+        free=0,
+        active=[holding("low-4", "vision", 4, order=1, prio="low")],
+        pending=[request("v1", "vision", 2, order=2)],
+        budgets=[budget],
+    )
+    # when
+    d = decide(snapshot=snap, request_id="v1")
+    # then: 2 + 4 = 6 > 5 (checked before the eviction): admitted by preempting low-4, with the warning
+    assert d.outcome is Outcome.PREEMPT
+    assert [(w.code, w.message) for w in d.warnings] == [
+        (
+            "soft_budget_exceeded",
+            "2 GE-h expected + 4 GE-h burned or committed exceeds the 5 GE-h monthly budget of 'vision' "
+            "(all flavors)",
+        )
+    ]
