@@ -61,3 +61,20 @@ def test_a_ledger_reads_nothing_committed_where_no_layer_has_an_entry():
     assert trial.committed_of(("vision", "")) == Fraction(0)
     base.committed[("vision", "")] = Fraction(7, 2)
     assert trial.committed_of(("vision", "")) == Fraction(7, 2)
+
+
+def test_evicting_work_kept_within_a_lending_limit_takes_nothing_back_from_the_parent():
+    # given: vision has 3 GPUs and lends at most 1 (it keeps 2 for itself); it holds 1, which stays
+    # within what it keeps, so none of it is charged to org
+    snap = snapshot(
+        tree={"org": None, "vision": "org"},
+        quotas=[gpus("vision", 3, lending=1)],
+        active=[holding("v0", "vision", 1, order=1)],
+    )
+    ix = snap.index
+    assert (ix.base.u(("vision", "h100", GPU)), ix.base.u(("org", "h100", GPU))) == (1, 0)
+    trial = ix.base.child()
+    # when: a trial evicts it
+    release(ix, trial, ix.allocations["v0"])
+    # then: vision's usage drops to 0 and org's stays 0 (not -1)
+    assert (trial.u(("vision", "h100", GPU)), trial.u(("org", "h100", GPU))) == (0, 0)

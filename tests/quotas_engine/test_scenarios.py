@@ -379,3 +379,6 @@ def test_a_tenants_fair_share_is_what_it_borrows_over_its_trees_pool():
     # then: vision's dominant share is 2 / 6 = 1/3; speech borrows nothing
     assert fair_share(snapshot=snap, tenant="vision") == Fraction(1, 3)
     assert fair_share(snapshot=snap, tenant="speech") == 0
+    # and a tenant with no quota row at all has a share of 0
+    lab = snapshot(tree={**tree, "lab": "org"}, quotas=quotas)
+    assert fair_share(snapshot=lab, tenant="lab") == 0
