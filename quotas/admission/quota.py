@@ -228,9 +228,3 @@ def remove_usage(tree: QuotaTree, ledger: Ledger, tenant: str, flavor: str, reso
             return
         val = min(val, stored_in_parent)
         t = tree.nodes[t].parent
-
-
-def borrowing(tree: QuotaTree, ledger: Ledger, tenant: str, flavor: str, resource: str) -> int:
-    """How far the tenant's subtree is beyond its own subtree quota (what it takes from relatives)."""
-    k = (tenant, flavor, resource)
-    return max(0, ledger.u(k) - tree.subtree.get(k, 0))

@@ -9,6 +9,9 @@ from fractions import Fraction
 import pytest
 
 from quotas.admission import (
+    AdmissionPolicy,
+    BorrowWithinCohort,
+    BorrowWithinCohortPolicy,
     BudgetSpec,
     Outcome,
     QueueingStrategy,
@@ -184,3 +187,36 @@ def test_an_eviction_gives_back_the_victims_budget_commitment_within_the_pass():
     # 6 - 4 = 2 committed; v2 on the 2 cards left: 2 + 2 = 4 <= 6, admitted without evicting anyone
     assert [v.request_id for v in decisions["v1"].victims] == ["low-4"]
     assert decisions["v2"].outcome is Outcome.ADMIT
+
+
+@pytest.mark.parametrize(
+    ("speech_priority", "outcome", "victims"),
+    [("normal", Outcome.WAIT, []), ("low", Outcome.PREEMPT, [("s-b", "reclaim_while_borrowing")])],
+)
+def test_a_borrowing_request_preempts_a_relative_only_of_strictly_lower_priority(
+    speech_priority, outcome, victims
+):
+    # given: vision and speech have 4 each; speech holds 3 + 3 = 6, borrowing 2 of vision's. Requests
+    # may preempt relatives while they borrow (borrowWithinCohort LowerPriority, no threshold)
+    active = [
+        holding("s-a", "speech", 3, order=1, prio=speech_priority),
+        holding("s-b", "speech", 3, order=2, prio=speech_priority),
+    ]
+    policy = AdmissionPolicy(
+        borrow_within_cohort=BorrowWithinCohort(policy=BorrowWithinCohortPolicy.LOWER_PRIORITY)
+    )
+    snap = snapshot(
+        tree=TEAMS,
+        quotas=[gpus("vision", 4), gpus("speech", 4)],
+        active=active,
+        pending=[request("v1", "vision", 5, order=3)],
+        policy=policy,
+    )
+    # when: vision asks 5 at normal priority: 8 - 6 = 2 available, and it would borrow 5 - 4 = 1
+    d = decide(snapshot=snap, request_id="v1")
+    # then: evicting s-b (the later one) would leave 8 - 3 = 5, enough, but vision would still borrow,
+    # so s-b may go only if its priority is below vision's: at equal priority vision waits
+    assert d.outcome is outcome
+    assert [(v.request_id, v.cause) for v in d.victims] == victims
+    if outcome is Outcome.WAIT:
+        assert d.message == "not enough quota for 'vision' in 'h100': nvidia.com/gpu asked 5, 2 available"

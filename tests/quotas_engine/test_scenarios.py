@@ -23,6 +23,7 @@ from quotas.admission import (
     Reason,
     advance,
     decide,
+    fair_share,
     release,
     schedule,
 )
@@ -367,3 +368,42 @@ def test_advance_carries_out_decisions():
     assert after.pending == ()
     assert after.free["h100"][GPU] == 0
     assert after.active[-1].ends_at == snap.now + timedelta(hours=1)
+
+
+def test_a_tenants_fair_share_is_what_it_borrows_over_its_trees_pool():
+    # given: the org owns a 6-GPU pool; vision and speech own nothing. Vision holds 2 GPUs, all
+    # borrowed from the pool; speech holds none
+    tree = {"org": None, "vision": "org", "speech": "org"}
+    quotas = (gpus("org", 6), gpus("vision", 0), gpus("speech", 0))
+    snap = snapshot(tree=tree, quotas=quotas, active=[holding("v0", "vision", 2, order=1)])
+    # then: vision's dominant share is 2 / 6 = 1/3; speech borrows nothing
+    assert fair_share(snapshot=snap, tenant="vision") == Fraction(1, 3)
+    assert fair_share(snapshot=snap, tenant="speech") == 0
+    # and a tenant with no quota row at all has a share of 0
+    lab = snapshot(tree={**tree, "lab": "org"}, quotas=quotas)
+    assert fair_share(snapshot=lab, tenant="lab") == 0
+
+
+def test_a_fair_share_over_mig_slices_takes_the_dominant_resource_in_ge():
+    # given: an H100 in MIG mode: 1g.10gb is 1/7 GE, 3g.40gb 1/2 GE. Vision has 7 1g and 1 3g slices,
+    # speech 21 1g slices: the org's pool is 28 x 1/7 = 4 GE of 1g, 1 x 1/2 = 1/2 GE of 3g.
+    # Vision holds 14 1g slices (7 borrowed) and its 1 3g slice
+    one_g, three_g = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
+    mig = FlavorSpec(
+        name="mig",
+        resources=(
+            FlavorResource(name=one_g, ge_per_unit=Fraction(1, 7)),
+            FlavorResource(name=three_g, ge_per_unit=Fraction(1, 2)),
+        ),
+    )
+    quotas = [
+        QuotaSpec(tenant="vision", flavor="mig", resource=one_g, nominal=7),
+        QuotaSpec(tenant="vision", flavor="mig", resource=three_g, nominal=1),
+        QuotaSpec(tenant="speech", flavor="mig", resource=one_g, nominal=21),
+    ]
+    held = dataclasses.replace(
+        holding("v0", "vision", 1, order=1, flavor="mig"), amounts={one_g: 14, three_g: 1}
+    )
+    snap = snapshot(tree=TEAMS, quotas=quotas, active=[held], free={}, flavors=(H100, mig))
+    # then: borrowed 7 x 1/7 = 1 GE of 1g, none of 3g; pool max(4, 1/2) = 4 GE: share 1/4
+    assert fair_share(snapshot=snap, tenant="vision") == Fraction(1, 4)
