@@ -20,7 +20,7 @@ from inventory.domain.gpu_models import resolve_gpu_model
 from inventory.domain.issues import warning
 
 H100 = resolve_gpu_model(product="NVIDIA-H100-80GB-HBM3")
-P = {name: H100.mig_profile(name) for name in ("1g.10gb", "1g.10gb+me", "2g.20gb", "3g.40gb", "4g.40gb")}
+P = {profile.name: profile for profile in H100.mig_profiles}
 
 
 def test_single_strategy_with_an_unknown_profile_says_the_count_is_not_derivable():
