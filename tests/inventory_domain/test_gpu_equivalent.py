@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from inventory.domain.gpu_equivalent import counters_ge, hami_share_ge, mig_ge
+from inventory.domain.gpu_equivalent import counters_ge, hami_share_ge, mig_ge, replica_ge
 
 NO_SLICES = r"^a MIG-capable card has at least one compute and one memory slice$"
 
@@ -75,3 +75,12 @@ def test_counters_without_a_usable_total_are_skipped_not_divided_by():
         counters_ge(consumed={"multiprocessors": Fraction(1)}, card_totals={"multiprocessors": Fraction(1)})
         == 1
     )
+
+
+def test_one_replica_is_the_whole_unit_and_no_replicas_count_as_one():
+    # replicas 1 (time-slicing configured with a single replica): 1/1 of the card, 1/1 of a 1g.10gb
+    # (1/7); replicas 0 from a broken label is read as 1, never a division by zero.
+    assert replica_ge(replicas=1) == 1
+    assert replica_ge(replicas=1, base=Fraction(1, 7)) == Fraction(1, 7)
+    assert replica_ge(replicas=0) == 1
+    assert replica_ge(replicas=4) == Fraction(1, 4)
