@@ -2,6 +2,8 @@
 issues an operator reads name the bad value and the annotation it came from, and a bad record never
 hides the good ones after it."""
 
+import json
+
 import pytest
 
 from gpuplatform.quantity import QuantityError
@@ -11,12 +13,14 @@ from inventory.domain.hami_pod import (
     HAMI_MIG_ALLOCATIONS_KEY,
     HAMI_TO_ALLOCATE_KEY,
     HamiContainerDevice,
+    HamiMigAllocation,
     hami_memory_request_mib,
     parse_hami_device_list,
     parse_hami_mig_allocations,
     parse_hami_pod_annotations,
 )
-from inventory.domain.issues import error, warning
+from inventory.domain.issues import error, shorten, warning
+from inventory.domain.mig_profiles import MigPlacement
 from tests.inventory_domain import realworld
 
 
@@ -74,3 +78,60 @@ def test_pod_issues_name_the_annotation_and_mig_allocations_are_read():
     assert assignment.bind_time is None
     assert assignment.mig_allocations == parse_hami_mig_allocations(value=mig_value)[0]
     assert [allocation.profile for allocation in assignment.mig_allocations] == ["1g.10gb"]
+
+
+def test_mig_allocations_are_read_entry_by_entry_and_bad_entries_reported():
+    entries = [
+        # The reconstructed HAMi >= 2.10 entry: placement {0}:1, no migUUID yet (scheduler-written).
+        {
+            "containerIndex": 0,
+            "deviceIndex": 0,
+            "gpuUUID": "GPU-a",
+            "profile": "1g.10gb",
+            "placement": {"start": 0, "size": 1},
+        },
+        # Filled in by the device plugin: second container, third card, 3g.40gb at {4}:4.
+        {
+            "containerIndex": 1,
+            "deviceIndex": 2,
+            "gpuUUID": "GPU-b",
+            "profile": "3g.40gb",
+            "placement": {"start": 4, "size": 4},
+            "migUUID": "MIG-b",
+        },
+        # Indexes default to 0; a placement without a size is no placement; a non-string migUUID is none.
+        {"gpuUUID": "GPU-c", "profile": "1g.10gb", "placement": {"start": 3}, "migUUID": 5},
+        {"containerIndex": "x", "gpuUUID": "GPU-d", "profile": "1g.10gb"},  # bad index
+        {"gpuUUID": 7, "profile": "1g.10gb"},  # uuid not a string
+    ]
+    allocations, issues = parse_hami_mig_allocations(value=json.dumps(entries))
+    assert allocations == (
+        HamiMigAllocation(0, 0, "GPU-a", "1g.10gb", MigPlacement(0, 1), None),
+        HamiMigAllocation(1, 2, "GPU-b", "3g.40gb", MigPlacement(4, 4), "MIG-b"),
+        HamiMigAllocation(0, 0, "GPU-c", "1g.10gb", None, None),
+    )
+    assert issues == tuple(
+        error("hami.pod.mig_allocation_bad", shorten(entry), source=HAMI_MIG_ALLOCATIONS_KEY)
+        for entry in entries[3:]
+    )
+
+
+def test_a_single_mig_allocation_object_and_broken_json():
+    single = json.dumps(
+        {
+            "containerIndex": 0,
+            "deviceIndex": 1,
+            "gpuUUID": "GPU-a",
+            "profile": "2g.20gb",
+            "placement": {"start": 2, "size": 2},
+        },
+    )
+    assert parse_hami_mig_allocations(value=single) == (
+        (HamiMigAllocation(0, 1, "GPU-a", "2g.20gb", MigPlacement(2, 2), None),),
+        (),
+    )
+    assert parse_hami_mig_allocations(value=" {broken ") == (
+        (),
+        (error("hami.pod.mig_allocations_invalid", "'{broken'", source=HAMI_MIG_ALLOCATIONS_KEY),),
+    )
+    assert parse_hami_mig_allocations(value="  ") == ((), ())
