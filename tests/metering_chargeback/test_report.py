@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import ROUND_UP, localcontext
 from decimal import Decimal as D
 
 from metering.chargeback.money import round_money
@@ -32,6 +33,16 @@ def test_money_rounds_half_even_to_the_minor_unit():
     assert round_money(D("3.345"), "USD") == D("3.34")
     assert round_money(D("1234.5"), "JPY") == D("1234")
     assert round_money(D("0.0005"), "KWD") == D("0.000")
+
+
+def test_money_rounds_half_even_whatever_rounding_the_decimal_context_was_left_with():
+    # A library that sets the thread's context to ROUND_UP must not move finance's cents:
+    # 3.345 -> 3.34 (half to even), 3.341 -> 3.34 (down), 3.355 -> 3.36.
+    with localcontext() as context:
+        context.rounding = ROUND_UP
+        assert round_money(D("3.345"), "USD") == D("3.34")
+        assert round_money(D("3.341"), "USD") == D("3.34")
+        assert round_money(D("3.355"), "USD") == D("3.36")
 
 
 def test_two_tenants_and_idle_reconcile_to_the_pools_cost_with_the_residue_shown():
