@@ -58,18 +58,7 @@ def node(name: str, *, ready: bool = True, cordoned: bool = False, present: bool
 
 
 def held(tenant, *, ge: int, admitted: datetime, ended: datetime | None) -> CapacityRequest:
-    return CapacityRequest.objects.create(
-        tenant=tenant,
-        queue=adm.queue(tenant=tenant),
-        flavor=adm.flavor(),
-        priority_class=adm.priority_class(),
-        amounts={GPU: ge},
-        ge=Decimal(ge),
-        state="released" if ended else "active",
-        created_at=admitted,
-        admitted_at=admitted,
-        ended_at=ended,
-    )
+    return adm.held_request(tenant=tenant, ge=ge, created=admitted, admitted=admitted, ended=ended)
 
 
 def pending(tenant, *, waited: timedelta) -> CapacityRequest:

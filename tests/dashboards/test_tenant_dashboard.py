@@ -28,17 +28,8 @@ def at(day: int, hour: int, minute: int = 0) -> datetime:
 
 
 def request(tenant, *, created, admitted, ended=None, ge=1, state="active") -> CapacityRequest:
-    return CapacityRequest.objects.create(
-        tenant=tenant,
-        queue=adm.queue(tenant=tenant),
-        flavor=adm.flavor(),
-        priority_class=adm.priority_class(),
-        amounts={GPU: ge},
-        ge=Decimal(ge),
-        state=state if ended is None else "released",
-        created_at=created,
-        admitted_at=admitted,
-        ended_at=ended,
+    return adm.held_request(
+        tenant=tenant, ge=ge, created=created, admitted=admitted, ended=ended, state=state
     )
 
 

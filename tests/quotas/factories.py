@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -51,4 +52,28 @@ def capacity_request(*, tenant: Any) -> CapacityRequest:
         priority_class=priority_class(),
         amounts={GPU: 1},
         ge=Decimal(1),
+    )
+
+
+def held_request(
+    *,
+    tenant: Any,
+    ge: int = 1,
+    created: datetime,
+    admitted: datetime | None,
+    ended: datetime | None = None,
+    state: str = "active",
+) -> CapacityRequest:
+    """A request of `ge` whole GPUs with its history set: once it has ended it is released."""
+    return CapacityRequest.objects.create(
+        tenant=tenant,
+        queue=queue(tenant=tenant),
+        flavor=flavor(),
+        priority_class=priority_class(),
+        amounts={GPU: ge},
+        ge=Decimal(ge),
+        state="released" if ended else state,
+        created_at=created,
+        admitted_at=admitted,
+        ended_at=ended,
     )
