@@ -6,7 +6,7 @@ Each returns (good, total) events for a bucket [start, end), or None when the bu
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal
@@ -86,11 +86,11 @@ def gpu_health(
         for pk, cluster, healthy, card_uuid, node, index in rows
     ]
     clusters: dict[str, ClusterXids] = {}
-    for cluster_id in sorted({card.cluster for card in cards}):
+    cards_per_cluster = Counter(card.cluster for card in cards)
+    for cluster_id, count in sorted(cards_per_cluster.items()):
         source = prometheus_for(cluster_id=uuid.UUID(cluster_id))
         if source is None:
             continue
-        count = sum(1 for card in cards if card.cluster == cluster_id)
         try:
             window = source.read_xids(start=start, end=end, expected_cards=count)
         except UsageSourceError:
