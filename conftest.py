@@ -17,8 +17,11 @@ from hypothesis import settings as hypothesis_settings
 hypothesis_settings.register_profile("repeatable", derandomize=True)
 hypothesis_settings.register_profile("explore", derandomize=False, max_examples=1000)
 # benchmarks/mutation.py: a surviving mutant runs every property test it touches, so fewer (the same
-# first 25) examples per mutant; the kill rate it reports is a lower bound on the repeatable profile's.
-hypothesis_settings.register_profile("mutation", derandomize=True, max_examples=25)
+# first 25, or MUTATION_EXAMPLES) examples per mutant; the kill rate it reports is a lower bound on the
+# repeatable profile's.
+hypothesis_settings.register_profile(
+    "mutation", derandomize=True, max_examples=int(os.environ.get("MUTATION_EXAMPLES", "25"))
+)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 DJANGO_FIXTURES = (

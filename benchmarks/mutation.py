@@ -32,11 +32,19 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("patterns", nargs="*", help="mutant name globs (default: all)")
+    parser.add_argument(
+        "--examples",
+        type=int,
+        default=25,
+        help="Hypothesis examples per property test (fewer: a quicker first pass whose survivors are a"
+        " superset of the full run's)",
+    )
     args = parser.parse_args()
     # The suites find ../shared from their own path, which under ./mutants/ is one level deeper.
     shared = os.environ.get("GPUPLATFORM_SHARED_DIR", str(ROOT.parent / "shared"))
     env = {**os.environ, "GPUPLATFORM_SHARED_DIR": shared}
-    env.setdefault("HYPOTHESIS_PROFILE", "mutation")  # conftest.py: 25 examples per property test
+    env.setdefault("HYPOTHESIS_PROFILE", "mutation")  # conftest.py: --examples per property test
+    env["MUTATION_EXAMPLES"] = str(args.examples)
     run = subprocess.run([MUTMUT, "run", *args.patterns], cwd=ROOT, env=env, check=False)
     listed = subprocess.run(
         [MUTMUT, "results", "--all", "true"], cwd=ROOT, check=False, capture_output=True, text=True
