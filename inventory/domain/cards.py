@@ -178,11 +178,13 @@ def count_mixed_cards(
     still counted once, and the node is flagged.
 
     `unplaced_compute_slices` are those of instances whose profile the model's table lacks (an unknown
-    model): read from the name ("3g" = 3) on the common 7-slice card, a lower bound."""
+    model): read from the name ("3g" = 3) on the common 7-slice card, a lower bound. They share the
+    cards' compute slices with the known instances, so both are added before dividing."""
     devices = [d for d in mig if d.instances > 0]
     carved = cards_for_mig_instances(model=model, devices=devices)
     if unplaced_compute_slices:
-        carved = max(carved, _ceil_div(unplaced_compute_slices, model.mig_compute_slices or 7))
+        placed = sum(d.profile.compute_slices * d.instances for d in devices)
+        carved = max(carved, _ceil_div(placed + unplaced_compute_slices, model.mig_compute_slices or 7))
     issues: list[ParseIssue] = []
     if count_label is not None:
         if whole_advertised and carved and whole_advertised + carved > count_label:

@@ -106,7 +106,9 @@ class NodeUnitBuilder:
                         f"nvidia.com/mig-{device.profile}", device.profile, device.count, device.replicas
                     )
                 )
-            count = (self.gpu_count_label or 0) * (1 if single_profile else self.replicas)
+            # GFD's gpu.count is cards (none) or MIG devices (single), never replicas; the plugin
+            # serves each of them `replicas` times either way.
+            count = (self.gpu_count_label or 0) * self.replicas
             advertised = {GPU_RESOURCE: Decimal(count)} if count else {}
         replicas_by_profile = {device.profile: device.replicas for device in mig_devices}
         groups: list[ShareableUnitGroup] = []

@@ -206,3 +206,25 @@ def test_an_unknown_cards_oversized_profile_is_estimated_as_at_most_one_card():
     assert issues[1] == warning(
         "mig.ge_estimated", "GE of 8g.96gb on GH200-96GB-HBM3 estimated from its name", source="8g.96gb"
     )
+
+
+def test_labels_only_single_strategy_time_slicing_serves_each_mig_device_replicas_times():
+    # GFD under the single strategy labels gpu.count = MIG devices (7 x 1g.10gb on one H100) and
+    # gpu.replicas = 2; the plugin serves 7 x 2 = 14 replicas of (1/7)/2 = 1/14 GE: the card's 1 GE.
+    single = (MigDeviceLabels("1g.10gb", 7, 9984, 2, "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb-SHARED"),)
+    groups, issues = _build(
+        advertised={},
+        replicas=2,
+        sharing=SharingStrategy.TIME_SLICING,
+        physical=1,
+        label=7,
+        mig_strategy=MigStrategy.SINGLE,
+        mig_devices=single,
+    )
+    assert groups == [
+        ShareableUnitGroup(
+            UnitKind.TIME_SLICE_REPLICA, GPU, 14, Fraction(1, 14), "H100-80GB", mig_profile="1g.10gb"
+        )
+    ]
+    assert sum(group.ge_total for group in groups) == 1
+    assert issues == []
