@@ -121,9 +121,14 @@ class NodePoolViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
 class NodeViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
     """Nodes (platform roles only), with their cards (physical GE) beside the units they advertise."""
 
-    queryset = Node.objects.select_related("cluster", "pool").annotate(
-        advertised_units=Sum("units__count", filter=Q(units__counted=True)),
-        advertised_ge=Sum(F("units__ge_each") * F("units__count"), filter=Q(units__counted=True)),
+    # The aggregate's GROUP BY drops Meta.ordering, and pages need a fixed order.
+    queryset = (
+        Node.objects.select_related("cluster", "pool")
+        .annotate(
+            advertised_units=Sum("units__count", filter=Q(units__counted=True)),
+            advertised_ge=Sum(F("units__ge_each") * F("units__count"), filter=Q(units__counted=True)),
+        )
+        .order_by("cluster__name", "name")
     )
     serializer_class = NodeSerializer
     filterset_class = filters.NodeFilter

@@ -181,3 +181,18 @@ def test_query_count_does_not_grow_with_page_size(cast, api, route):
 
     count(1)  # the first call also stamps the token's last use
     assert count(1) == count(3)
+
+
+def test_node_pages_follow_cluster_then_name_without_repeating_or_skipping_a_node(cast, api):
+    # The node list aggregates its units (GROUP BY), which drops the model's ordering; the pages must
+    # still walk cluster a's nodes then cluster b's, each by name.
+    client = api(cast.pat)
+    for cluster, names in (("b", ["n2", "n1"]), ("a", ["n3", "n1"])):
+        pool = inv.pool(f"pool-{cluster}", on=inv.cluster(cluster))
+        for name in names:
+            inv.node(name, in_pool=pool)
+    seen = []
+    for page in (1, 2):
+        body = client.get(f"/api/v1/nodes/?page_size=2&page={page}").json()
+        seen += [(node["cluster"], node["name"]) for node in body["results"]]
+    assert seen == [("a", "n1"), ("a", "n3"), ("b", "n1"), ("b", "n2")]
