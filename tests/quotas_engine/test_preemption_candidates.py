@@ -5,9 +5,12 @@ themselves. Cast: whole H100s (1 GE each); every number is worked out in the com
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 
-from quotas.admission import Outcome, Victim, decide
+import pytest
+
+from quotas.admission import AdmissionPolicy, Outcome, PreemptionPolicy, Reason, Victim, decide
 
 from .builders import GPU, gpus, holding, request, snapshot
 
@@ -53,3 +56,31 @@ def test_once_a_department_is_back_within_its_pool_its_other_teams_keep_their_re
     # and org has 4 - 1 = 3 available
     assert d.outcome is Outcome.PREEMPT
     assert [(v.request_id, v.cause) for v in d.victims] == [("a1-0", "reclaim"), ("c0", "reclaim")]
+
+
+@pytest.mark.parametrize(
+    "v0_created",
+    [
+        None,  # created before v1: its admission order 1 stands for its creation order
+        2,  # created at the same point as v1 (a tie): not newer than v1 either
+    ],
+)
+def test_under_lower_or_newer_equal_priority_a_request_may_not_evict_one_of_its_priority_not_newer(
+    v0_created,
+):
+    # given: vision has 2 GPUs and holds them with v0 (normal); no card is free. Its queue may evict
+    # its own lower-priority requests, or equal-priority ones created after the evicting request
+    policy = AdmissionPolicy(within_tenant=PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY)
+    v0 = dataclasses.replace(holding("v0", "vision", 2, order=1), created_order=v0_created)
+    snap = snapshot(
+        tree={"org": None, "vision": "org"},
+        quotas=[gpus("vision", 2)],
+        free=0,
+        active=[v0],
+        pending=[request("v1", "vision", 1, order=2)],
+        policy=policy,
+    )
+    # when: v1 (normal, created at 2) asks 1
+    d = decide(snapshot=snap, request_id="v1")
+    # then: v0 is of the same priority and not newer: it stays, and v1 waits for quota (2 - 2 = 0)
+    assert (d.outcome, d.reason, d.victims) == (Outcome.WAIT, Reason.WAITING_FOR_QUOTA, ())
