@@ -10,7 +10,18 @@ from fractions import Fraction
 
 import pytest
 
-from quotas.admission import AdmissionPolicy, Outcome, PreemptionPolicy, Reason, Victim, decide
+from quotas.admission import (
+    AdmissionPolicy,
+    FlavorResource,
+    FlavorSpec,
+    Outcome,
+    PreemptionPolicy,
+    QuotaSpec,
+    Reason,
+    Victim,
+    decide,
+    schedule,
+)
 
 from .builders import GPU, gpus, holding, request, snapshot
 
@@ -84,3 +95,82 @@ def test_under_lower_or_newer_equal_priority_a_request_may_not_evict_one_of_its_
     d = decide(snapshot=snap, request_id="v1")
     # then: v0 is of the same priority and not newer: it stays, and v1 waits for quota (2 - 2 = 0)
     assert (d.outcome, d.reason, d.victims) == (Outcome.WAIT, Reason.WAITING_FOR_QUOTA, ())
+
+
+def test_a_relative_borrowing_only_a_resource_the_request_gets_anyway_keeps_its_requests():
+    # given: an H100 in MIG mode, 1g.10gb (1/7 GE) and 3g.40gb (1/2 GE) slices. Vision has 2 1g and 1
+    # 3g; speech no 1g and 1 3g. Speech holds s-one (1 1g: borrowed from vision) and, admitted later,
+    # s-three (1 3g: within its own quota). 1 1g slice is free, no 3g slice
+    one_g, three_g = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
+    mig = FlavorSpec(
+        name="mig",
+        resources=(
+            FlavorResource(name=one_g, ge_per_unit=Fraction(1, 7)),
+            FlavorResource(name=three_g, ge_per_unit=Fraction(1, 2)),
+        ),
+    )
+    quotas = [
+        QuotaSpec(tenant="vision", flavor="mig", resource=one_g, nominal=2),
+        QuotaSpec(tenant="vision", flavor="mig", resource=three_g, nominal=1),
+        QuotaSpec(tenant="speech", flavor="mig", resource=one_g, nominal=0),
+        QuotaSpec(tenant="speech", flavor="mig", resource=three_g, nominal=1),
+    ]
+    active = [
+        dataclasses.replace(holding("s-three", "speech", 1, order=2, flavor="mig"), amounts={three_g: 1}),
+        dataclasses.replace(holding("s-one", "speech", 1, order=1, flavor="mig"), amounts={one_g: 1}),
+    ]
+    ask = dataclasses.replace(
+        request("x", "vision", 1, order=3, flavor="mig"), amounts={one_g: 1, three_g: 1}
+    )
+    snap = snapshot(
+        tree={"org": None, "vision": "org", "speech": "org"},
+        quotas=quotas,
+        free={"mig": {one_g: 1, three_g: 0}},
+        active=active,
+        pending=[ask],
+        flavors=(mig,),
+    )
+    # when: vision asks 1 1g (2 - 1 = 1 available, 1 free: exactly enough) and 1 3g (2 - 1 = 1
+    # available, none free: only 3g needs a preemption)
+    d = decide(snapshot=snap, request_id="x")
+    # then: speech borrows 1g, not 3g, so it is not beyond its quota where it matters: nobody may go
+    assert (d.outcome, d.reason, d.victims) == (Outcome.WAIT, Reason.NO_PHYSICAL_FIT, ())
+    assert d.message == (
+        "quota allows it but 'mig' has too little free capacity: "
+        "nvidia.com/mig-1g.10gb 1 free of 1 asked, nvidia.com/mig-3g.40gb 0 free of 1 asked"
+    )
+
+
+def test_a_request_of_a_non_preemptible_class_is_never_evicted_even_from_a_borrower():
+    # given: vision has 1 GPU; speech (quota 0) holds it with a critical (non-preemptible) request;
+    # no card is free
+    snap = snapshot(
+        tree={"org": None, "vision": "org", "speech": "org"},
+        quotas=[gpus("vision", 1), gpus("speech", 0)],
+        free=0,
+        active=[holding("s0", "speech", 1, order=1, prio="critical")],
+        pending=[request("v1", "vision", 1, order=2, prio="high")],
+    )
+    # when: vision asks its 1 (reclaiming from any priority is allowed by default)
+    d = decide(snapshot=snap, request_id="v1")
+    # then: s0 may not be evicted: vision waits for quota (1 - 1 = 0 available)
+    assert (d.outcome, d.reason, d.victims) == (Outcome.WAIT, Reason.WAITING_FOR_QUOTA, ())
+
+
+def test_a_request_evicted_earlier_in_a_pass_is_not_evicted_again():
+    # given: vision has 2 GPUs, lent to speech (quota 0), which holds s0 and s1 (1 each; s1 admitted
+    # last); no card is free
+    snap = snapshot(
+        tree={"org": None, "vision": "org", "speech": "org"},
+        quotas=[gpus("vision", 2), gpus("speech", 0)],
+        free=0,
+        active=[holding("s0", "speech", 1, order=1), holding("s1", "speech", 1, order=2)],
+        pending=[request("v1", "vision", 1, order=3), request("v2", "vision", 1, order=4)],
+    )
+    # when: one pass decides v1, then v2
+    decisions = schedule(snapshot=snap)
+    # then: v1 evicts s1 (the latest) and takes its card; for v2, s1 is gone already, so s0 goes
+    assert [(d.request_id, [v.request_id for v in d.victims]) for d in decisions] == [
+        ("v1", ["s1"]),
+        ("v2", ["s0"]),
+    ]
