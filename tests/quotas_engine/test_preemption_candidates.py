@@ -12,6 +12,8 @@ import pytest
 
 from quotas.admission import (
     AdmissionPolicy,
+    BorrowWithinCohort,
+    BorrowWithinCohortPolicy,
     FlavorResource,
     FlavorSpec,
     Outcome,
@@ -174,3 +176,64 @@ def test_a_request_evicted_earlier_in_a_pass_is_not_evicted_again():
         ("v1", ["s1"]),
         ("v2", ["s0"]),
     ]
+
+
+def test_a_borrower_owed_by_its_department_reclaims_from_a_cousin_team_deep_in_the_tree():
+    # given: org -> dept-a 0 -> a1 0; org -> dept-b 2 -> b1 0. Pools: dept-b 2, org 2. a1 holds a0
+    # (2, borrowed from dept-b's lent quota); no card is free
+    tree = {"org": None, "dept-a": "org", "a1": "dept-a", "dept-b": "org", "b1": "dept-b"}
+    snap = snapshot(
+        tree=tree,
+        quotas=[gpus("dept-a", 0), gpus("a1", 0), gpus("dept-b", 2), gpus("b1", 0)],
+        free=0,
+        active=[holding("a0", "a1", 2, order=1)],
+        pending=[request("b2", "b1", 2, order=2)],
+    )
+    # when: b1 asks 2 (it owns none: it borrows them from dept-b)
+    d = decide(snapshot=snap, request_id="b2")
+    # then: the 2 fit in dept-b's pool, so everything beyond its quota elsewhere under org is owed to
+    # it, a0 two levels down included, and may go although b1 borrows
+    assert d.outcome is Outcome.PREEMPT
+    assert [(v.request_id, v.cause) for v in d.victims] == [("a0", "reclaim")]
+
+
+def test_a_borrower_owed_by_its_department_reclaims_from_an_ancestor_division_beyond_its_pool():
+    # given: org 1 -> div 0 -> dept-b 2 -> b1 0. Pools: dept-b 2, div 2, org 3. div itself holds d0
+    # (3: 1 beyond its pool, from org); no card is free
+    tree = {"org": None, "div": "org", "dept-b": "div", "b1": "dept-b"}
+    snap = snapshot(
+        tree=tree,
+        quotas=[gpus("org", 1), gpus("div", 0), gpus("dept-b", 2), gpus("b1", 0)],
+        free=0,
+        active=[holding("d0", "div", 3, order=1)],
+        pending=[request("b2", "b1", 2, order=2)],
+    )
+    # when: b1 asks 2 (org: 3 - 3 = 0 available), borrowing them from dept-b
+    d = decide(snapshot=snap, request_id="b2")
+    # then: the 2 fit in dept-b's pool, so div's own request beyond div's pool is owed to it
+    assert d.outcome is Outcome.PREEMPT
+    assert [(v.request_id, v.cause) for v in d.victims] == [("d0", "reclaim")]
+
+
+def test_requests_owed_to_the_borrower_go_before_lower_priority_ones_it_may_also_take():
+    # given: org -> dept-a 0 -> a1 0; org -> dept-b 4 -> b1 0, b-sib 0. Pools: dept-b 4, org 4. a1
+    # holds a0 (2, normal) from dept-b's lent quota; b-sib holds s0 (2, low) from dept-b's pool; no
+    # card is free. Borrowing within the cohort is allowed against lower priorities
+    tree = {"org": None, "dept-a": "org", "a1": "dept-a", "dept-b": "org", "b1": "dept-b", "b-sib": "dept-b"}
+    policy = AdmissionPolicy(
+        borrow_within_cohort=BorrowWithinCohort(policy=BorrowWithinCohortPolicy.LOWER_PRIORITY)
+    )
+    snap = snapshot(
+        tree=tree,
+        quotas=[gpus("dept-a", 0), gpus("a1", 0), gpus("dept-b", 4), gpus("b1", 0), gpus("b-sib", 0)],
+        free=0,
+        active=[holding("a0", "a1", 2, order=1), holding("s0", "b-sib", 2, order=2, prio="low")],
+        pending=[request("b2", "b1", 2, order=3)],
+        policy=policy,
+    )
+    # when: b1 (normal) asks 2 (org: 4 - 4 = 0 available)
+    d = decide(snapshot=snap, request_id="b2")
+    # then: within dept-b the 2 do not fit b1's 0, so s0 is only a lower-priority candidate; at org
+    # they fit dept-b's pool (2 + 2 <= 4), so a0 is owed to it and goes first, although of higher
+    # priority than s0; evicting a0 alone is enough
+    assert [(v.request_id, v.cause) for v in d.victims] == [("a0", "reclaim")]
