@@ -237,3 +237,52 @@ def test_requests_owed_to_the_borrower_go_before_lower_priority_ones_it_may_also
     # they fit dept-b's pool (2 + 2 <= 4), so a0 is owed to it and goes first, although of higher
     # priority than s0; evicting a0 alone is enough
     assert [(v.request_id, v.cause) for v in d.victims] == [("a0", "reclaim")]
+
+
+def test_a_borrower_does_not_evict_its_own_equal_priority_request_as_if_it_were_a_relatives():
+    # given: org 1 -> dept (no quota) -> vision 0. Vision holds the org's GPU with v0 (normal),
+    # borrowed; no card is free
+    snap = snapshot(
+        tree={"org": None, "dept": "org", "vision": "dept"},
+        quotas=[gpus("org", 1), gpus("vision", 0)],
+        free=0,
+        active=[holding("v0", "vision", 1, order=1)],
+        pending=[request("v1", "vision", 1, order=2)],
+    )
+    # when: vision asks 1 more at the same priority
+    d = decide(snapshot=snap, request_id="v1")
+    # then: its own v0 may go only under its queue's own policy (lower priority only), not as a
+    # relative's beyond its quota when the search walks up past dept: it waits (1 - 1 = 0 available)
+    assert (d.outcome, d.reason, d.victims) == (Outcome.WAIT, Reason.WAITING_FOR_QUOTA, ())
+
+
+@pytest.mark.parametrize(
+    ("b1_holds", "dept_quota", "org_quota"),
+    [
+        # b1 holds nothing; dept-b's pool of 1 cannot take the 2: org's pool is 1 + 1 = 2, c0 uses 1
+        (0, 1, 1),
+        # b1 holds 2 (b0, its own priority: not evictable); dept-b's pool of 3 cannot take 2 + 2: org's
+        # pool is 1 + 3 = 4, b0 and c0 use 3
+        (2, 3, 1),
+    ],
+)
+def test_a_borrower_whose_department_cannot_hold_the_request_has_no_claim_on_its_cousins(
+    b1_holds, dept_quota, org_quota
+):
+    # given: org -> dept-b -> b1 0; org -> c 0, holding c0 (1, borrowed). One card is free
+    tree = {"org": None, "dept-b": "org", "b1": "dept-b", "c": "org"}
+    active = [holding("c0", "c", 1, order=1)]
+    if b1_holds:
+        active.append(holding("b0", "b1", b1_holds, order=2))
+    snap = snapshot(
+        tree=tree,
+        quotas=[gpus("org", org_quota), gpus("dept-b", dept_quota), gpus("b1", 0), gpus("c", 0)],
+        free=1,
+        active=active,
+        pending=[request("b2", "b1", 2, order=3)],
+    )
+    # when: b1 asks 2 (org has 1 available)
+    d = decide(snapshot=snap, request_id="b2")
+    # then: the 2 fit neither b1's quota nor dept-b's pool, so c0 is not owed to b1; and as b1 would
+    # borrow, it may not reclaim c0 either: it waits
+    assert (d.outcome, d.reason, d.victims) == (Outcome.WAIT, Reason.WAITING_FOR_QUOTA, ())
