@@ -7,11 +7,18 @@ in the comments.
 
 from __future__ import annotations
 
+import dataclasses
+from fractions import Fraction
+
 from quotas.admission import (
+    ActiveAllocation,
     AdmissionPolicy,
     BorrowWithinCohort,
     BorrowWithinCohortPolicy,
+    FlavorResource,
+    FlavorSpec,
     Outcome,
+    QuotaSpec,
     Reason,
     decide,
 )
@@ -104,3 +111,48 @@ def test_a_tenant_already_at_its_quota_may_evict_only_its_own_requests_without_b
     # too would have let it in within its quota.)
     assert (d.outcome, d.reason, d.victims) == (Outcome.WAIT, Reason.WAITING_FOR_QUOTA, ())
     assert d.message == "not enough quota for 'vision' in 'h100': nvidia.com/gpu asked 2, 0 available"
+
+
+def test_a_relatives_request_of_another_resource_does_not_make_the_search_try_to_avoid_borrowing():
+    # given: an H100 in MIG mode, 1g.10gb (1/7 GE) and 3g.40gb (1/2 GE) slices. In 3g, org owns 2 and
+    # vision 3: a pool of 5. Vision holds v1 and v2 (1 3g each, low; v1 admitted last). Speech (no
+    # quota) holds s-crit (1 3g, critical: never evicted) and s-one (1 1g). 2 3g slices are free
+    one_g, three_g = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
+    mig = FlavorSpec(
+        name="mig",
+        resources=(
+            FlavorResource(name=one_g, ge_per_unit=Fraction(1, 7)),
+            FlavorResource(name=three_g, ge_per_unit=Fraction(1, 2)),
+        ),
+    )
+    quotas = [
+        QuotaSpec(tenant="org", flavor="mig", resource=three_g, nominal=2),
+        QuotaSpec(tenant="vision", flavor="mig", resource=three_g, nominal=3),
+        QuotaSpec(tenant="speech", flavor="mig", resource=three_g, nominal=0),
+        QuotaSpec(tenant="speech", flavor="mig", resource=one_g, nominal=0),
+    ]
+
+    def held(rid: str, tenant: str, resource: str, order: int, prio: str) -> ActiveAllocation:
+        alloc = holding(rid, tenant, 1, order=order, prio=prio, flavor="mig", resource=resource)
+        return dataclasses.replace(alloc, amounts={resource: 1})
+
+    active = [
+        held("s-crit", "speech", three_g, 1, "critical"),
+        held("s-one", "speech", one_g, 2, "normal"),
+        held("v2", "vision", three_g, 3, "low"),
+        held("v1", "vision", three_g, 4, "low"),
+    ]
+    snap = snapshot(
+        tree=TEAMS,
+        quotas=quotas,
+        free={"mig": {one_g: 0, three_g: 2}},
+        active=active,
+        pending=[request("x", "vision", 3, order=5, flavor="mig", resource=three_g)],
+        flavors=(mig,),
+    )
+    # when: vision asks 3 3g (5 - 3 used = 2 available)
+    d = decide(snapshot=snap, request_id="x")
+    # then: speech is beyond its 3g quota, but only by a request that may not go; s-one holds no 3g,
+    # so no relative is a candidate and only the borrowing try is made: v1 alone leaves 5 - 2 = 3
+    assert d.outcome is Outcome.PREEMPT
+    assert [v.request_id for v in d.victims] == ["v1"]
