@@ -286,3 +286,41 @@ def test_a_borrower_whose_department_cannot_hold_the_request_has_no_claim_on_its
     # then: the 2 fit neither b1's quota nor dept-b's pool, so c0 is not owed to b1; and as b1 would
     # borrow, it may not reclaim c0 either: it waits
     assert (d.outcome, d.reason, d.victims) == (Outcome.WAIT, Reason.WAITING_FOR_QUOTA, ())
+
+
+def test_a_resource_covered_by_the_requesters_own_guaranteed_quota_leaves_nothing_to_fit_above():
+    # given: an H100 in MIG mode, 1g.10gb (1/7 GE) and 3g.40gb (1/2 GE) slices. org -> dept -> vision;
+    # org -> c. Vision has 2 1g slices it never lends (lending limit 0) and no 3g; dept has 1 3g and
+    # no 1g at all; c has no 3g and holds c0 (1 3g, borrowed from dept's lent slice). No 3g is free
+    one_g, three_g = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
+    mig = FlavorSpec(
+        name="mig",
+        resources=(
+            FlavorResource(name=one_g, ge_per_unit=Fraction(1, 7)),
+            FlavorResource(name=three_g, ge_per_unit=Fraction(1, 2)),
+        ),
+    )
+    quotas = [
+        QuotaSpec(tenant="vision", flavor="mig", resource=one_g, nominal=2, lending_limit=0),
+        QuotaSpec(tenant="vision", flavor="mig", resource=three_g, nominal=0),
+        QuotaSpec(tenant="dept", flavor="mig", resource=three_g, nominal=1),
+        QuotaSpec(tenant="c", flavor="mig", resource=three_g, nominal=0),
+    ]
+    c0 = dataclasses.replace(holding("c0", "c", 1, order=1, flavor="mig"), amounts={three_g: 1})
+    ask = dataclasses.replace(
+        request("x", "vision", 1, order=2, flavor="mig"), amounts={one_g: 1, three_g: 1}
+    )
+    snap = snapshot(
+        tree={"org": None, "dept": "org", "vision": "dept", "c": "org"},
+        quotas=quotas,
+        free={"mig": {one_g: 5, three_g: 0}},
+        active=[c0],
+        pending=[ask],
+        flavors=(mig,),
+    )
+    # when: vision asks 1 1g (its own kept 2 cover it) and 1 3g (org: 1 - 1 = 0 available)
+    d = decide(snapshot=snap, request_id="x")
+    # then: the 1g needs nothing from dept, and the 3g fits dept's 1: the request fits dept's pool, so
+    # c0 is owed to vision and goes, although vision borrows the 3g
+    assert d.outcome is Outcome.PREEMPT
+    assert [(v.request_id, v.cause) for v in d.victims] == [("c0", "reclaim")]
