@@ -220,3 +220,44 @@ def test_a_borrowing_request_preempts_a_relative_only_of_strictly_lower_priority
     assert [(v.request_id, v.cause) for v in d.victims] == victims
     if outcome is Outcome.WAIT:
         assert d.message == "not enough quota for 'vision' in 'h100': nvidia.com/gpu asked 5, 2 available"
+
+
+def test_a_tenant_with_a_zero_quota_may_not_reclaim_from_an_equal_priority_borrower():
+    # given: the org owns 1 GPU; vision and speech have quota rows of 0. Vision holds the one card
+    # (borrowed from the org). Borrowing within the cohort is allowed against lower priorities only
+    policy = AdmissionPolicy(
+        borrow_within_cohort=BorrowWithinCohort(policy=BorrowWithinCohortPolicy.LOWER_PRIORITY)
+    )
+    snap = snapshot(
+        tree=TEAMS,
+        quotas=[gpus("org", 1), gpus("vision", 0), gpus("speech", 0)],
+        free=0,
+        active=[holding("v0", "vision", 1, order=1)],
+        pending=[request("s1", "speech", 1, order=2)],
+        policy=policy,
+    )
+    # when: speech asks 1 at vision's priority
+    d = decide(snapshot=snap, request_id="s1")
+    # then: v0 is not of lower priority, so it may go only if speech ends within its quota; but
+    # 0 + 1 > 0, speech would borrow even with v0 gone: it waits (org: 1 - 1 used = 0 available)
+    assert (d.outcome, d.reason, d.victims) == (Outcome.WAIT, Reason.WAITING_FOR_QUOTA, ())
+    assert d.message == "not enough quota for 'speech' in 'h100': nvidia.com/gpu asked 1, 0 available"
+
+
+def test_the_first_victim_taken_goes_back_when_the_later_ones_suffice_even_while_borrowing():
+    # given: 5 cards, all held by vision, which owns 1 and borrows the rest from the org's 10: "a"
+    # (1, low, admitted last), "b" (2, low), "c" (2, normal)
+    active = [
+        holding("c", "vision", 2, order=1),
+        holding("b", "vision", 2, order=2, prio="low"),
+        holding("a", "vision", 1, order=3, prio="low"),
+    ]
+    pending = [request("v1", "vision", 4, order=4, prio="high")]
+    snap = snapshot(
+        tree=TEAMS, quotas=[gpus("org", 10), gpus("vision", 1)], free=0, active=active, pending=pending
+    )
+    # when: a high-priority request for 4 cards arrives (it borrows 3 whatever goes)
+    d = decide(snapshot=snap, request_id="v1")
+    # then: greedily a, b, c are taken (1 + 2 + 2 = 5 free); "b" cannot go back (5 - 2 = 3 < 4), "a"
+    # can (5 - 1 = 4): victims b and c
+    assert [v.request_id for v in d.victims] == ["b", "c"]

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import pytest
 
-from quotas.admission import FlavorResource, FlavorSpec, Outcome, QuotaSpec, Reason, decide
+from quotas.admission import FlavorResource, FlavorSpec, Loan, Outcome, QuotaSpec, Reason, decide
 
 from .builders import GPU, H100, gpus, holding, request, snapshot
 
@@ -139,3 +139,30 @@ def test_a_loan_of_mig_slices_is_counted_in_ge():
     # then: 1 slice borrowed from speech, 1 x 1/2 = 1/2 GE
     assert [(loan.lender, loan.amount, loan.ge) for loan in d.borrowed] == [("speech", 1, Fraction(1, 2))]
     assert d.borrowed_ge == Fraction(1, 2)
+
+
+def test_a_department_without_any_quota_passes_a_borrower_on_to_the_org_pool():
+    # given: org 2 -> dept (no quota row at all) -> team-a 1 that lends nothing (lending limit 0), so
+    # dept has no quota in h100 whatsoever; org's pool is its own 2
+    tree = {"org": None, "dept": "org", "team-a": "dept"}
+    quotas = [gpus("org", 2), gpus("team-a", 1, lending=0)]
+    snap = snapshot(tree=tree, quotas=quotas, pending=[request("a2", "team-a", 2, order=1)])
+    # when: team-a asks 2, one beyond its 1
+    d = decide(snapshot=snap, request_id="a2")
+    # then: dept has 0 - 0 used - 0 lendable = nothing free; org 2 - 0 - 0 = 2: the 1 is the org's
+    assert d.borrowed == (Loan(lender="org", resource=GPU, amount=1, ge=Fraction(1)),)
+    assert d.message == "admitted on 'h100' by borrowing 1 nvidia.com/gpu from 'org'"
+
+
+def test_a_department_whose_pool_its_children_use_up_passes_a_borrower_on_to_the_org():
+    # given: org 2 -> dept (no quota of its own) -> team-a 1, team-b 1, both lending all: dept's pool
+    # is 2, org's 2 + 2 = 4. team-b holds 2 (1 borrowed within dept): dept uses 2, and so does org
+    tree = {"org": None, "dept": "org", "team-a": "dept", "team-b": "dept"}
+    quotas = [gpus("org", 2), gpus("team-a", 1), gpus("team-b", 1)]
+    active = [holding("b0", "team-b", 2, order=1)]
+    snap = snapshot(tree=tree, quotas=quotas, active=active, pending=[request("a2", "team-a", 2, order=2)])
+    # when: team-a asks 2 (org has 4 - 2 = 2 left), one beyond its 1
+    d = decide(snapshot=snap, request_id="a2")
+    # then: within dept, 2 - 2 used - team-a's own 1 unused = -1: nothing free there; at org,
+    # 4 - 2 used - dept's 0 unused lendable = 2 free, and dept has no sibling: the org's own pool
+    assert d.borrowed == (Loan(lender="org", resource=GPU, amount=1, ge=Fraction(1)),)

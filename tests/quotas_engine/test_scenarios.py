@@ -407,3 +407,25 @@ def test_a_fair_share_over_mig_slices_takes_the_dominant_resource_in_ge():
     snap = snapshot(tree=TEAMS, quotas=quotas, active=[held], free={}, flavors=(H100, mig))
     # then: borrowed 7 x 1/7 = 1 GE of 1g, none of 3g; pool max(4, 1/2) = 4 GE: share 1/4
     assert fair_share(snapshot=snap, tenant="vision") == Fraction(1, 4)
+
+
+def test_a_fair_share_over_a_pool_smaller_than_one_ge_is_taken_of_that_pool():
+    # given: the org owns 3 1g.10gb slices (3/7 GE); vision owns none and holds 1 slice (1/7 GE)
+    one_g = "nvidia.com/mig-1g.10gb"
+    mig = FlavorSpec(name="mig", resources=(FlavorResource(name=one_g, ge_per_unit=Fraction(1, 7)),))
+    quotas = [
+        QuotaSpec(tenant="org", flavor="mig", resource=one_g, nominal=3),
+        QuotaSpec(tenant="vision", flavor="mig", resource=one_g, nominal=0),
+    ]
+    held = holding("v0", "vision", 1, order=1, flavor="mig", resource=one_g)
+    snap = snapshot(tree=TEAMS, quotas=quotas, active=[held], free={}, flavors=(mig,))
+    # then: (1/7) / (3/7) = 1/3, not 1/7 as if the pool were 1 GE
+    assert fair_share(snapshot=snap, tenant="vision") == Fraction(1, 3)
+
+
+def test_a_tenant_over_a_cut_quota_in_a_tree_with_no_pool_has_a_share_of_zero():
+    # given: vision's quota was cut to 0 while it holds 1 GPU; nobody in the tree has any quota, so
+    # there is no pool to take a share of
+    snap = snapshot(tree=TEAMS, quotas=[gpus("vision", 0)], active=[holding("v0", "vision", 1, order=1)])
+    # then: it borrows 1, but of a pool of 0: no share is computed (0, not 1 as over a 1-GPU pool)
+    assert fair_share(snapshot=snap, tenant="vision") == 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from fractions import Fraction
 
-from quotas.admission import Outcome, QueueSpec, Reason, schedule
+from quotas.admission import FlavorResource, FlavorSpec, Outcome, QueueSpec, QuotaSpec, Reason, schedule
 
 from .builders import gpus, holding, request, snapshot
 
@@ -100,3 +100,33 @@ def test_an_admission_re_ranks_the_other_queues_of_the_same_tenant():
     # borrows 1, so v2 would bring it to 2/6 = 1/3, while s1 stays at 1/6: s1 before v2
     assert [d.request_id for d in decisions] == ["v1", "s1", "v2"]
     assert all(d.outcome is Outcome.BORROW for d in decisions)
+
+
+def test_a_resource_of_its_flavor_a_request_does_not_ask_for_adds_nothing_to_its_share():
+    # given: an H100 in MIG mode with 1g.10gb (1/7 GE) and 3g.40gb (1/2 GE) slices. Vision has 7 1g
+    # slices and a 3g row of 0; speech 7 1g slices. Vision's request (older) and speech's each ask 1 1g
+    one_g, three_g = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
+    mig = FlavorSpec(
+        name="mig",
+        resources=(
+            FlavorResource(name=one_g, ge_per_unit=Fraction(1, 7)),
+            FlavorResource(name=three_g, ge_per_unit=Fraction(1, 2)),
+        ),
+    )
+    quotas = [
+        QuotaSpec(tenant="vision", flavor="mig", resource=one_g, nominal=7),
+        QuotaSpec(tenant="vision", flavor="mig", resource=three_g, nominal=0),
+        QuotaSpec(tenant="speech", flavor="mig", resource=one_g, nominal=7),
+    ]
+    pending = [
+        request("v1", "vision", 1, order=1, flavor="mig", resource=one_g),
+        request("s1", "speech", 1, order=2, flavor="mig", resource=one_g),
+    ]
+    snap = snapshot(
+        tree=TEAMS, quotas=quotas, free={"mig": {one_g: 14, three_g: 2}}, pending=pending, flavors=(mig,)
+    )
+    # when
+    decisions = schedule(snapshot=snap)
+    # then: neither borrows (1 <= 7), and vision's 3g row stays at 0 used of 0 since v1 asks no 3g:
+    # both shares are 0, so the older v1 goes first
+    assert [(d.request_id, d.outcome) for d in decisions] == [("v1", Outcome.ADMIT), ("s1", Outcome.ADMIT)]
