@@ -96,3 +96,21 @@ def test_a_flavor_missing_from_the_inventory_has_no_card_free():
         Reason.NO_PHYSICAL_FIT,
         "quota allows it but 'h100' has too little free capacity: nvidia.com/gpu 0 free of 1 asked",
     )
+
+
+def test_a_borrowing_limit_counts_only_what_a_tenant_uses_beyond_the_part_it_keeps():
+    # given: org's own pool is 10 GPUs; vision has 4, lends at most 1 (so it keeps 3) and may borrow 1;
+    # it holds all 4: 3 from what it keeps, 1 from what it lends (so counted at org)
+    snap = snapshot(
+        tree={"org": None, "vision": "org"},
+        quotas=[gpus("org", 10), gpus("vision", 4, borrowing=1, lending=1)],
+        active=[holding("v0", "vision", 4, order=1)],
+        pending=[request("v1", "vision", 2, order=2)],
+    )
+    # when / then: from org it may take its lendable 1 plus the limit 1, and uses 1 of that: 1 left
+    # (org itself has 11 - 1 = 10 free), nothing left of the 3 it keeps
+    assert verdict(decide(snapshot=snap, request_id="v1")) == (
+        Outcome.WAIT,
+        Reason.WAITING_FOR_QUOTA,
+        "not enough quota for 'vision' in 'h100': nvidia.com/gpu asked 2, 1 available",
+    )
