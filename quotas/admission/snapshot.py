@@ -123,7 +123,6 @@ class Index:
         self.alloc_ge: dict[str, Fraction] = {}
         self.alloc_remaining: dict[str, Fraction] = {}  # GE-hours still to burn, where a budget counts
         self.by_tenant_flavor: dict[tuple[str, str], list[ActiveAllocation]] = {}
-        holders: dict[tuple[str, str], set[str]] = {}
         own: dict[tuple[str, str, str], int] = {}
         for a in sorted(active, key=lambda a: a.request_id):
             if a.request_id in self.allocations:
@@ -141,10 +140,8 @@ class Index:
                 for key in keys:
                     self.base.committed[key] += remaining
             self.by_tenant_flavor.setdefault((a.tenant, a.flavor), []).append(a)
-            holders.setdefault((self.tree.nodes[a.tenant].root, a.flavor), set()).add(a.tenant)
             for r, v in a.amounts.items():
                 own[(a.tenant, a.flavor, r)] = own.get((a.tenant, a.flavor, r), 0) + v
-        self.holders = {k: sorted(v) for k, v in holders.items()}
         # Charging whole per-tenant sums with add_usage gives the same U as Kueue's bottom-up sum.
         for (t, f, r), v in sorted(own.items()):
             add_usage(self.tree, self.base, t, f, r, v)
