@@ -265,8 +265,7 @@ class Index:
             return []
         found = self._budget_keys.get((tenant, flavor))
         if found is None:
-            node = self.tree.nodes.get(tenant)
-            path = node.path if node is not None else (tenant,)
+            path = self.tree.nodes[tenant].path  # every caller's tenant was checked known at build
             found = [k for t in path for k in ((t, ALL_FLAVORS), (t, flavor)) if k in self.budgets]
             self._budget_keys[(tenant, flavor)] = found
         return found
