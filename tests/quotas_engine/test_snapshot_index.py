@@ -1,7 +1,7 @@
 """What a snapshot's index derives once, when it is built, as a decision shows it: hours counted to the
-microsecond (never rounded up to one),
-each fallback flavor's GE worked out for that flavor, positions counted within each cohort. Cast: vision under org, whole H100s (1 GE each); the
-snapshot's clock is 24 hours before the month ends (builders.NOW)."""
+microsecond (never rounded up to one), each fallback flavor's GE worked out for that flavor, positions
+counted within each cohort. Cast: vision under org, whole H100s (1 GE each); the snapshot's clock is
+24 hours before the month ends (builders.NOW)."""
 
 from __future__ import annotations
 
