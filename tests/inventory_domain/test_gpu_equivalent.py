@@ -2,11 +2,12 @@
 a card without slices is refused saying why, HAMi shares on cards that registered no memory or no cores
 fall back to the other axis, and DRA counters with no or zero totals are skipped, never divided by."""
 
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 
 import pytest
 
-from inventory.domain.gpu_equivalent import counters_ge, hami_share_ge, mig_ge, replica_ge
+from inventory.domain.gpu_equivalent import counters_ge, ge_to_decimal, hami_share_ge, mig_ge, replica_ge
 
 NO_SLICES = r"^a MIG-capable card has at least one compute and one memory slice$"
 
@@ -84,3 +85,31 @@ def test_one_replica_is_the_whole_unit_and_no_replicas_count_as_one():
     assert replica_ge(replicas=1, base=Fraction(1, 7)) == Fraction(1, 7)
     assert replica_ge(replicas=0) == 1
     assert replica_ge(replicas=4) == Fraction(1, 4)
+
+
+@pytest.mark.parametrize(
+    ("ge", "places", "stored"),
+    [
+        (Fraction(1, 7), 6, "0.142857"),  # 0.1428571... cut at the sixth place
+        (Fraction(2, 3), 6, "0.666667"),  # 0.6666666... rounds up
+        (Fraction(1, 2), 6, "0.500000"),  # six places kept, so the column and the API show them all
+        (Fraction(5, 8), 2, "0.62"),  # 0.625: a tie goes to the even cent
+        (Fraction(7, 8), 2, "0.88"),  # 0.875: the even neighbour is above
+        (Fraction(3, 2), 0, "2"),  # 1.5 -> 2, 2.5 -> 2 below
+        (Fraction(5, 2), 0, "2"),
+    ],
+)
+def test_a_ge_is_stored_rounded_once_half_even_to_its_places(ge, places, stored):
+    value = ge_to_decimal(ge, places=places)
+    assert str(value) == stored
+    assert value == Decimal(stored)
+
+
+def test_a_ge_is_stored_to_six_places_unless_told_otherwise():
+    assert str(ge_to_decimal(Fraction(1, 14))) == "0.071429"  # 0.0714285714...
+
+
+def test_a_ge_rounds_half_even_whatever_rounding_the_decimal_context_was_left_with():
+    # Another library may leave the thread's context at ROUND_HALF_UP; 0.625 still goes to 0.62.
+    with localcontext(rounding=ROUND_HALF_UP):
+        assert str(ge_to_decimal(Fraction(5, 8), places=2)) == "0.62"
