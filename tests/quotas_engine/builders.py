@@ -24,6 +24,7 @@ from quotas.admission import (
 NOW = datetime(2025, 3, 31, 0, 0, tzinfo=UTC)
 MONTH_END = datetime(2025, 4, 1, 0, 0, tzinfo=UTC)  # 24 hours left in the month
 GPU = "nvidia.com/gpu"
+ONE_G, THREE_G = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
 H100 = FlavorSpec(
     name="h100", gpu_model="H100", resources=(FlavorResource(name=GPU, ge_per_unit=Fraction(1)),)
 )
@@ -124,4 +125,15 @@ def snapshot(
         active=tuple(active),
         pending=tuple(pending),
         policy=policy or AdmissionPolicy(),
+    )
+
+
+def h100_mig_flavor(name: str = "mig") -> FlavorSpec:
+    """An H100 in MIG mode as a flavor: a 1g.10gb slice is 1/7 GE, a 3g.40gb slice 1/2 GE."""
+    return FlavorSpec(
+        name=name,
+        resources=(
+            FlavorResource(name=ONE_G, ge_per_unit=Fraction(1, 7)),
+            FlavorResource(name=THREE_G, ge_per_unit=Fraction(1, 2)),
+        ),
     )

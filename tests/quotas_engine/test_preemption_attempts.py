@@ -8,22 +8,19 @@ in the comments.
 from __future__ import annotations
 
 import dataclasses
-from fractions import Fraction
 
 from quotas.admission import (
     ActiveAllocation,
     AdmissionPolicy,
     BorrowWithinCohort,
     BorrowWithinCohortPolicy,
-    FlavorResource,
-    FlavorSpec,
     Outcome,
     QuotaSpec,
     Reason,
     decide,
 )
 
-from .builders import gpus, holding, request, snapshot
+from .builders import ONE_G, THREE_G, gpus, h100_mig_flavor, holding, request, snapshot
 
 TEAMS = {"org": None, "vision": "org", "speech": "org"}
 
@@ -117,14 +114,8 @@ def test_a_relatives_request_of_another_resource_does_not_make_the_search_try_to
     # given: an H100 in MIG mode, 1g.10gb (1/7 GE) and 3g.40gb (1/2 GE) slices. In 3g, org owns 2 and
     # vision 3: a pool of 5. Vision holds v1 and v2 (1 3g each, low; v1 admitted last). Speech (no
     # quota) holds s-crit (1 3g, critical: never evicted) and s-one (1 1g). 2 3g slices are free
-    one_g, three_g = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
-    mig = FlavorSpec(
-        name="mig",
-        resources=(
-            FlavorResource(name=one_g, ge_per_unit=Fraction(1, 7)),
-            FlavorResource(name=three_g, ge_per_unit=Fraction(1, 2)),
-        ),
-    )
+    one_g, three_g = ONE_G, THREE_G
+    mig = h100_mig_flavor()
     quotas = [
         QuotaSpec(tenant="org", flavor="mig", resource=three_g, nominal=2),
         QuotaSpec(tenant="vision", flavor="mig", resource=three_g, nominal=3),

@@ -14,8 +14,6 @@ from quotas.admission import (
     AdmissionPolicy,
     BorrowWithinCohort,
     BorrowWithinCohortPolicy,
-    FlavorResource,
-    FlavorSpec,
     Outcome,
     PreemptionPolicy,
     QuotaSpec,
@@ -25,7 +23,7 @@ from quotas.admission import (
     schedule,
 )
 
-from .builders import GPU, gpus, holding, request, snapshot
+from .builders import GPU, ONE_G, THREE_G, gpus, h100_mig_flavor, holding, request, snapshot
 
 
 def test_a_department_borrowing_for_its_own_request_is_reclaimed_by_its_team():
@@ -103,14 +101,8 @@ def test_a_relative_borrowing_only_a_resource_the_request_gets_anyway_keeps_its_
     # given: an H100 in MIG mode, 1g.10gb (1/7 GE) and 3g.40gb (1/2 GE) slices. Vision has 2 1g and 1
     # 3g; speech no 1g and 1 3g. Speech holds s-one (1 1g: borrowed from vision) and, admitted later,
     # s-three (1 3g: within its own quota). 1 1g slice is free, no 3g slice
-    one_g, three_g = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
-    mig = FlavorSpec(
-        name="mig",
-        resources=(
-            FlavorResource(name=one_g, ge_per_unit=Fraction(1, 7)),
-            FlavorResource(name=three_g, ge_per_unit=Fraction(1, 2)),
-        ),
-    )
+    one_g, three_g = ONE_G, THREE_G
+    mig = h100_mig_flavor()
     quotas = [
         QuotaSpec(tenant="vision", flavor="mig", resource=one_g, nominal=2),
         QuotaSpec(tenant="vision", flavor="mig", resource=three_g, nominal=1),
@@ -292,14 +284,8 @@ def test_a_resource_covered_by_the_requesters_own_guaranteed_quota_leaves_nothin
     # given: an H100 in MIG mode, 1g.10gb (1/7 GE) and 3g.40gb (1/2 GE) slices. org -> dept -> vision;
     # org -> c. Vision has 2 1g slices it never lends (lending limit 0) and no 3g; dept has 1 3g and
     # no 1g at all; c has no 3g and holds c0 (1 3g, borrowed from dept's lent slice). No 3g is free
-    one_g, three_g = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
-    mig = FlavorSpec(
-        name="mig",
-        resources=(
-            FlavorResource(name=one_g, ge_per_unit=Fraction(1, 7)),
-            FlavorResource(name=three_g, ge_per_unit=Fraction(1, 2)),
-        ),
-    )
+    one_g, three_g = ONE_G, THREE_G
+    mig = h100_mig_flavor()
     quotas = [
         QuotaSpec(tenant="vision", flavor="mig", resource=one_g, nominal=2, lending_limit=0),
         QuotaSpec(tenant="vision", flavor="mig", resource=three_g, nominal=0),

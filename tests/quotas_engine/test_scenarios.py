@@ -28,7 +28,7 @@ from quotas.admission import (
     schedule,
 )
 
-from .builders import GPU, H100, gpus, holding, request, snapshot
+from .builders import GPU, H100, ONE_G, THREE_G, gpus, h100_mig_flavor, holding, request, snapshot
 
 TEAMS = {"org": None, "vision": "org", "speech": "org"}
 FOUR_EACH = (gpus("vision", 4), gpus("speech", 4))
@@ -388,14 +388,8 @@ def test_a_fair_share_over_mig_slices_takes_the_dominant_resource_in_ge():
     # given: an H100 in MIG mode: 1g.10gb is 1/7 GE, 3g.40gb 1/2 GE. Vision has 7 1g and 1 3g slices,
     # speech 21 1g slices: the org's pool is 28 x 1/7 = 4 GE of 1g, 1 x 1/2 = 1/2 GE of 3g.
     # Vision holds 14 1g slices (7 borrowed) and its 1 3g slice
-    one_g, three_g = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
-    mig = FlavorSpec(
-        name="mig",
-        resources=(
-            FlavorResource(name=one_g, ge_per_unit=Fraction(1, 7)),
-            FlavorResource(name=three_g, ge_per_unit=Fraction(1, 2)),
-        ),
-    )
+    one_g, three_g = ONE_G, THREE_G
+    mig = h100_mig_flavor()
     quotas = [
         QuotaSpec(tenant="vision", flavor="mig", resource=one_g, nominal=7),
         QuotaSpec(tenant="vision", flavor="mig", resource=three_g, nominal=1),

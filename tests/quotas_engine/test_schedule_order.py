@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 from fractions import Fraction
 
-from quotas.admission import FlavorResource, FlavorSpec, Outcome, QueueSpec, QuotaSpec, Reason, schedule
+from quotas.admission import Outcome, QueueSpec, QuotaSpec, Reason, schedule
 
-from .builders import gpus, holding, request, snapshot
+from .builders import ONE_G, THREE_G, gpus, h100_mig_flavor, holding, request, snapshot
 
 TEAMS = {"org": None, "vision": "org", "speech": "org"}
 
@@ -105,14 +105,8 @@ def test_an_admission_re_ranks_the_other_queues_of_the_same_tenant():
 def test_a_resource_of_its_flavor_a_request_does_not_ask_for_adds_nothing_to_its_share():
     # given: an H100 in MIG mode with 1g.10gb (1/7 GE) and 3g.40gb (1/2 GE) slices. Vision has 7 1g
     # slices and a 3g row of 0; speech 7 1g slices. Vision's request (older) and speech's each ask 1 1g
-    one_g, three_g = "nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"
-    mig = FlavorSpec(
-        name="mig",
-        resources=(
-            FlavorResource(name=one_g, ge_per_unit=Fraction(1, 7)),
-            FlavorResource(name=three_g, ge_per_unit=Fraction(1, 2)),
-        ),
-    )
+    one_g, three_g = ONE_G, THREE_G
+    mig = h100_mig_flavor()
     quotas = [
         QuotaSpec(tenant="vision", flavor="mig", resource=one_g, nominal=7),
         QuotaSpec(tenant="vision", flavor="mig", resource=three_g, nominal=0),
