@@ -81,12 +81,14 @@ def _parse_json(text: str, *, source: str) -> HamiNodeRegistration:
     try:
         decoded = json.loads(text)
     except json.JSONDecodeError as exc:
-        # Same failure HAMi's json.Unmarshal reports for a legacy string: "invalid character 'G'".
-        bad = text[exc.pos] if exc.pos < len(text) else "end of input"
+        # The words HAMi's json.Unmarshal uses: "invalid character 'G'" for a legacy string read as
+        # JSON, "unexpected end of JSON input" for a value cut short.
+        if exc.pos < len(text):
+            what = f"invalid character {text[exc.pos]!r} looking for beginning of value"
+        else:
+            what = "unexpected end of JSON input"
         issue = error(
-            "hami.register.invalid_json",
-            f"invalid character {bad!r} looking for beginning of value at offset {exc.pos}: {shorten(text)}",
-            source=source,
+            "hami.register.invalid_json", f"{what} at offset {exc.pos}: {shorten(text)}", source=source
         )
         return HamiNodeRegistration((), RegisterEncoding.JSON, False, (issue,))
     if not isinstance(decoded, list):

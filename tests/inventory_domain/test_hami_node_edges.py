@@ -114,7 +114,7 @@ def test_json_cut_short_is_refused_saying_the_input_ended():
         (
             error(
                 "hami.register.invalid_json",
-                "invalid character 'end of input' looking for beginning of value at offset 1: '['",
+                "unexpected end of JSON input at offset 1: '['",
                 source=SOURCE,
             ),
         ),
