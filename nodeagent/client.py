@@ -68,14 +68,21 @@ class Server:
     def rotate(self) -> dict[str, Any]:
         return self._call("POST", "/api/v1/agents/rotate/", timeout=30).json()
 
-    def poll(self, *, applied: int, timeout: int) -> dict[str, Any] | None:
+    def poll(self, *, applied: int, timeout: int) -> tuple[dict[str, Any] | None, float]:
+        """The envelope (None: nothing new), and how long to wait before the next poll: a 204 with
+        Retry-After comes from a server that answers at once instead of holding the request."""
         response = self._call(
             "GET",
             "/api/v1/agents/bundle/",
             params={"applied": applied, "timeout": timeout},
             timeout=timeout + 15,
         )
-        return None if response.status_code == 204 else response.json()
+        if response.status_code != 204:
+            return response.json(), 0.0
+        try:
+            return None, min(float(response.headers.get("Retry-After", "0")), float(timeout))
+        except ValueError:
+            return None, 0.0
 
     def status(self, body: dict[str, Any]) -> None:
         self._call("POST", "/api/v1/agents/status/", json=body, timeout=30)

@@ -3,11 +3,13 @@ the server: the public key bundles must verify with, and the hooks it may run.""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -70,6 +72,31 @@ ENVIRONMENT = {
 }
 
 
+def _server_url(value: Any, *, allow_plain_http: bool, where: Path) -> str:
+    """https only: the agent sends its credential and its bootstrap token to this address, and a
+    bundle's signature does not hide them. Plain http is for this machine (the demo, the test
+    suites) or where the file says ``allow_plain_http: true``."""
+    url = str(value).rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme == "https" and parts.hostname:
+        return url
+    if parts.scheme == "http" and parts.hostname and (allow_plain_http or _loopback(parts.hostname)):
+        return url
+    raise ConfigError(
+        f"{where}: server_url {url!r} must be an https:// URL (http:// only to a loopback address, "
+        "or with allow_plain_http: true)"
+    )
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def load_config(path: str | Path | None, *, environ: Mapping[str, str] | None = None) -> AgentConfig:
     """The file at ``path`` (optional), with the GPUPLATFORM_AGENT_* environment on top."""
     raw: Any = {}
@@ -108,7 +135,9 @@ def load_config(path: str | Path | None, *, environ: Mapping[str, str] | None = 
     if backend not in ("real", "simulated"):
         raise ConfigError(f"{path}: nvml.backend is real or simulated")
     return AgentConfig(
-        server_url=str(raw["server_url"]).rstrip("/"),
+        server_url=_server_url(
+            raw["server_url"], allow_plain_http=raw.get("allow_plain_http") is True, where=path
+        ),
         public_key_file=_path(raw["public_key_file"], base),  # type: ignore[arg-type]
         state_dir=_path(raw["state_dir"], base),  # type: ignore[arg-type]
         cluster=str(raw["cluster"]),

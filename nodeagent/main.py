@@ -201,10 +201,12 @@ class Agent:
                 timeout = max(
                     1, min(self.config.poll_timeout_seconds, 60, int(self.config.heartbeat_seconds) or 1)
                 )
-                envelope = self.server.poll(applied=self.state.applied_revision(), timeout=timeout)
+                envelope, pause = self.server.poll(applied=self.state.applied_revision(), timeout=timeout)
                 self.failures = 0
                 if envelope is not None:
                     self.handle(envelope)
+                elif pause > 0:
+                    time.sleep(pause)  # a server that did not hold the poll: ask again when it says
             except Unauthorized as exc:
                 log.warning("unauthorized (%s): registering again", exc)
                 self.server.credential = None
