@@ -433,6 +433,11 @@ GPUPLATFORM_ENCRYPTION_KEY = env("GPUPLATFORM_ENCRYPTION_KEY")
 # exponential backoff from POLICY_RETRY_BASE_SECONDS, at most POLICY_MAX_ATTEMPTS times.
 AGENT_CREDENTIAL_ROTATE_SECONDS = env_int("AGENT_CREDENTIAL_ROTATE_SECONDS", 7 * 24 * 3600)
 AGENT_OFFLINE_AFTER = env_int("AGENT_OFFLINE_AFTER", 120)
+# The long poll, per server process (policies/api/long_poll.py): polls one agent credential may hold
+# waiting at once (a real agent holds one; two cover a restart), and waiting polls in all. Past either,
+# 429 with Retry-After; the agent backs off and asks again.
+AGENT_POLL_MAX_PER_CREDENTIAL = env_int("AGENT_POLL_MAX_PER_CREDENTIAL", 2)
+AGENT_POLL_MAX_WAITERS = env_int("AGENT_POLL_MAX_WAITERS", 10000)
 POLICY_RETRY_BASE_SECONDS = env_int("POLICY_RETRY_BASE_SECONDS", 15)
 POLICY_RETRY_CAP_SECONDS = env_int("POLICY_RETRY_CAP_SECONDS", 600)
 POLICY_MAX_ATTEMPTS = env_int("POLICY_MAX_ATTEMPTS", 3)

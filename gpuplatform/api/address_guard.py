@@ -27,6 +27,39 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(count), PERIODS[period[:1]]
 
 
+# What a refused address is told, by the middleware and by the long poll's ASGI adapter alike.
+REFUSED = {
+    "code": "rate_limited",
+    "title": "Too many requests",
+    "detail": "Too many unauthenticated calls from this address; retry later.",
+}
+
+
+def _window() -> tuple[str, int, int]:
+    limit, period = parse_rate(settings.API_ANON_THROTTLE_RATE)
+    return str(int(time.time()) // period), limit, period
+
+
+def refused_for(address: str) -> int | None:
+    """Seconds until ``address`` may call again, or None when it may call now."""
+    window, limit, period = _window()
+    if cache.get(f"address-guard:{address}:{window}", 0) < limit:
+        return None
+    return period - int(time.time()) % period
+
+
+def count_failure(address: str) -> None:
+    """One more answer of 401 to ``address`` in the current window."""
+    window, _, period = _window()
+    key = f"address-guard:{address}:{window}"
+    if cache.add(key, 1, timeout=period + 1):
+        return
+    try:
+        cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=period + 1)
+
+
 class AddressGuardMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -34,26 +67,16 @@ class AddressGuardMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if not request.path.startswith("/api/"):
             return self.get_response(request)
-        limit, period = parse_rate(settings.API_ANON_THROTTLE_RATE)
-        window = int(time.time()) // period
-        key = f"address-guard:{client_address(request)}:{window}"
-        failures = cache.get(key, 0)
-        if failures >= limit:
-            retry_after = period - int(time.time()) % period
+        address = client_address(request)
+        retry_after = refused_for(address)
+        if retry_after is not None:
             return plain_problem_response(
                 status_code=429,
-                code="rate_limited",
-                title="Too many requests",
-                detail="Too many unauthenticated calls from this address; retry later.",
+                **REFUSED,
                 headers={"Retry-After": str(retry_after)},
                 instance=request.path,
             )
         response = self.get_response(request)
         if response.status_code == 401:
-            if cache.add(key, 1, timeout=period + 1):
-                return response
-            try:
-                cache.incr(key)
-            except ValueError:  # expired between add and incr
-                cache.add(key, 1, timeout=period + 1)
+            count_failure(address)
         return response

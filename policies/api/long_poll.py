@@ -1,6 +1,9 @@
 """``GET /api/v1/agents/bundle/?applied=N&timeout=S`` (docs/agent-protocol.md): an envelope at once
 when the node's desired revision is not N, else held until one is published for the node (200) or
-S seconds pass (204).
+S seconds pass (204). Only an async server holds it: under WSGI a held poll would be a request thread
+(a few dozen agents starve the API, the UI and the probes), so there the answer is an immediate 204
+with ``Retry-After: S``, and the agent asks again then. Waiting polls are capped per credential and
+per process (``AGENT_POLL_MAX_PER_CREDENTIAL``, ``AGENT_POLL_MAX_WAITERS``): 429 past either.
 
 One coroutine, ``long_poll``, with two thin adapters: a Django async view (the URL configuration,
 the test client, any server) and a bare ASGI app that gpuplatform/asgi.py mounts on the same path,
@@ -16,16 +19,22 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import io
 import json
+import threading
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl
 
+from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.db import close_old_connections
 from django.http import HttpRequest, HttpResponse
 
+from gpuplatform.api import address_guard
+from gpuplatform.api.addresses import client_address
 from gpuplatform.api.problems import PROBLEM_CONTENT_TYPE, problem_body
 from gpuplatform.errors import DomainError
 from policies.api.agents import KEYWORD, _credential
@@ -68,10 +77,48 @@ class Answer:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def _problem(status: int, code: str, title: str, detail: str) -> Answer:
+def _problem(
+    status: int, code: str, title: str, detail: str, headers: dict[str, str] | None = None
+) -> Answer:
     body = problem_body(status_code=status, code=code, title=title, detail=detail, instance=PATH)
-    headers = {"WWW-Authenticate": f'{KEYWORD} realm="gpuplatform-agents"'} if status == 401 else {}
+    headers = dict(headers or {})
+    if status == 401:
+        headers["WWW-Authenticate"] = f'{KEYWORD} realm="gpuplatform-agents"'
     return Answer(status, json.dumps(body).encode(), PROBLEM_CONTENT_TYPE, headers)
+
+
+class _Waiting:
+    """This process's waiting polls, in all and per agent (one live credential each)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # the Django adapter may wait on other threads' loops
+        self._total = 0
+        self._per_agent: Counter[uuid.UUID] = Counter()
+
+    def take(self, agent_id: uuid.UUID) -> str | None:
+        """A slot for one more waiting poll of ``agent_id``; None, or the code of the cap reached."""
+        with self._lock:
+            if self._per_agent[agent_id] >= settings.AGENT_POLL_MAX_PER_CREDENTIAL:
+                return "too_many_polls"
+            if self._total >= settings.AGENT_POLL_MAX_WAITERS:
+                return "poll_capacity_reached"
+            self._per_agent[agent_id] += 1
+            self._total += 1
+            return None
+
+    def give_back(self, agent_id: uuid.UUID) -> None:
+        with self._lock:
+            self._total -= 1
+            self._per_agent[agent_id] -= 1
+            if self._per_agent[agent_id] <= 0:
+                del self._per_agent[agent_id]
+
+
+WAITING = _Waiting()
+_CAPPED = {
+    "too_many_polls": "This credential already has as many polls waiting as it may; one at a time.",
+    "poll_capacity_reached": "This server holds as many waiting polls as it may; retry later.",
+}
 
 
 def _addressee(agent: NodeAgent) -> Addressee:
@@ -84,7 +131,7 @@ def _envelope(to: Addressee, revision_id: uuid.UUID, operation: str) -> Answer:
     return Answer(200, json.dumps(envelope).encode())
 
 
-async def long_poll(*, method: str, authorization: str, query: Mapping[str, str]) -> Answer:
+async def long_poll(*, method: str, authorization: str, query: Mapping[str, str], wait: bool) -> Answer:
     if method != "GET":
         return _problem(405, "method_not_allowed", "Method not allowed", "Use GET.")
     credential = _credential(authorization)
@@ -110,6 +157,12 @@ async def long_poll(*, method: str, authorization: str, query: Mapping[str, str]
     to = _addressee(agent)
     if found is not None:
         return await _db(_envelope, to, found.revision_id, found.operation)
+    if not wait:
+        return Answer(204, headers={"Retry-After": str(timeout)})
+    capped = WAITING.take(agent.pk)
+    if capped is not None:
+        retry = {"Retry-After": str(timeout)}
+        return _problem(429, capped, "Too many requests", _CAPPED[capped], retry)
     waiter = HUB.register(str(agent.node_id), since=mark)
     try:
         revision, operation = await asyncio.wait_for(waiter.future, timeout)
@@ -117,6 +170,7 @@ async def long_poll(*, method: str, authorization: str, query: Mapping[str, str]
         return Answer(204)
     finally:
         HUB.unregister(waiter)
+        WAITING.give_back(agent.pk)
     revision_id = uuid.UUID(revision)
     # The subscriber read the revision before waking anyone: no thread hop for thousands at once.
     cached = cached_revision_info(revision_id)
@@ -127,11 +181,13 @@ async def long_poll(*, method: str, authorization: str, query: Mapping[str, str]
 
 
 async def bundle_view(request: HttpRequest) -> HttpResponse:
-    """The Django adapter (URL name ``api:agent-bundle``)."""
+    """The Django adapter (URL name ``api:agent-bundle``), behind the middleware chain (the address
+    guard among it). It waits only when an async server called it: a WSGI request is a thread."""
     answer = await long_poll(
         method=request.method or "GET",
         authorization=request.headers.get("Authorization", ""),
         query=request.GET,
+        wait=isinstance(request, ASGIRequest),
     )
     response = HttpResponse(answer.body, status=answer.status, content_type=answer.content_type)
     for name, value in answer.headers.items():
@@ -144,12 +200,23 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 async def bundle_asgi(scope: dict[str, Any], receive: Receive, send: Send) -> None:
-    """The bare ASGI adapter, mounted on PATH by gpuplatform/asgi.py."""
-    headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
-    query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-    answer = await long_poll(
-        method=scope["method"], authorization=headers.get("authorization", ""), query=query
-    )
+    """The bare ASGI adapter, mounted on PATH by gpuplatform/asgi.py. No middleware runs here, so
+    it applies the API's per-address guard itself (the same counts, keyed by the same address)."""
+    request = ASGIRequest(scope, io.BytesIO())
+    address = client_address(request)
+    retry_after = await _db(address_guard.refused_for, address)
+    if retry_after is not None:
+        headers = {"Retry-After": str(retry_after)}
+        answer = _problem(429, **address_guard.REFUSED, headers=headers)
+    else:
+        answer = await long_poll(
+            method=scope["method"],
+            authorization=request.headers.get("Authorization", ""),
+            query=request.GET,
+            wait=True,
+        )
+        if answer.status == 401:
+            await _db(address_guard.count_failure, address)
     out = [
         (b"content-type", answer.content_type.encode()),
         (b"content-length", str(len(answer.body)).encode()),
