@@ -1,7 +1,7 @@
 #!/bin/sh
 # The image's roles, one per command (deploy/Dockerfile, deploy/chart). Everything is configured by
 # the environment (README: Configuration). GPUPLATFORM_ENTRYPOINT_PRINT=1 prints the command instead of
-# running it: the test suite checks each role's command that way, and runs `web` for real.
+# running it: the test suite checks each role's command that way, and runs `web` and `poll` for real.
 set -eu
 
 role="${1:-web}"
@@ -17,13 +17,23 @@ run() {
 
 case "$role" in
   web)
-    # Threads per worker: the push channel holds requests open (docs/agent-protocol.md).
+    # The UI and the API on WSGI threads. The agents' long poll is NOT served here (a held poll would be
+    # a thread): under WSGI it answers at once; the `poll` role holds it (docs/agents.md).
     run gunicorn gpuplatform.wsgi \
       --bind "0.0.0.0:${PORT:-8000}" \
       --workers "${WEB_WORKERS:-3}" --threads "${WEB_THREADS:-8}" \
       --timeout "${WEB_TIMEOUT:-90}" --graceful-timeout 30 \
       --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-*}" \
       --access-logfile - "$@" ;;
+  poll)
+    # The agents' long poll (GET /api/v1/agents/bundle/, the ingress sends it here): an async server,
+    # where a waiting agent is a coroutine, so its probes answer however many polls wait. Forwarded
+    # headers are judged by the application's one rule for every route (gpuplatform/api/addresses.py),
+    # so uvicorn does not rewrite the client's address itself.
+    run uvicorn gpuplatform.asgi:application \
+      --host 0.0.0.0 --port "${PORT:-8000}" \
+      --workers "${POLL_WORKERS:-1}" \
+      --no-proxy-headers --timeout-graceful-shutdown 30 "$@" ;;
   worker)
     # Prefork children write their metrics samples here (gpuplatform/task_metrics.py): start empty.
     if [ -n "${PROMETHEUS_MULTIPROC_DIR:-}" ] && [ "${GPUPLATFORM_ENTRYPOINT_PRINT:-0}" != "1" ]; then

@@ -81,6 +81,7 @@ def test_collectstatic_as_the_build_runs_it(tmp_path):
     ("role", "argv"),
     [
         ("web", ["gunicorn", "gpuplatform.wsgi", "--bind", "0.0.0.0:8000"]),
+        ("poll", ["uvicorn", "gpuplatform.asgi:application", "--host", "0.0.0.0", "--port", "8000"]),
         ("worker", ["celery", "-A", "gpuplatform", "worker"]),
         ("beat", ["celery", "-A", "gpuplatform", "beat"]),
         ("migrate", ["python", "manage.py", "migrate", "--noinput"]),
