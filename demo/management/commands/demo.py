@@ -26,7 +26,8 @@ DEMO_NODES = 24
 # The demo's server: waitress, threaded and in this process (so kubesim, the sync and the admission
 # loop live beside it). A listen backlog and connection limit far above Django's development server,
 # whose backlog of 5 reset about half of 100 concurrent clients; SQLite serialises the writes, so a
-# few threads are as fast as many.
+# few threads are as fast as many. No thread ever waits on an agent's long poll: under WSGI it is
+# answered at once (policies/api/long_poll.py), so agents pointed at the demo cannot starve it.
 SERVER_THREADS = 8
 SERVER_BACKLOG = 2048
 SERVER_CONNECTION_LIMIT = 1000
