@@ -12,16 +12,19 @@ import os
 import random
 import secrets
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
+from nodeagent.client import Server
 from nodeagent.config import ConfigError, load_config
 from policies.models import NodeAgent
 from policies.services.agents import hash_secret
@@ -261,3 +264,27 @@ def test_the_agent_accepts_https_loopback_or_an_explicit_opt_in(tmp_path, url, e
         + extra
     )
     assert load_config(config, environ={}).server_url == url
+
+
+def test_an_agent_told_to_come_back_later_waits_instead_of_polling_in_a_loop():
+    """A WSGI server answers the poll at once; an agent that asked again at once would be a busy loop
+    against the web pods. It waits what Retry-After says, never longer than its own poll timeout."""
+
+    class AnswersAtOnce(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(204)
+            self.send_header("Retry-After", "45")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    web = ThreadingHTTPServer(("127.0.0.1", 0), AnswersAtOnce)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        server = Server(f"http://127.0.0.1:{web.server_address[1]}", ca_bundle=None, user_agent="test")
+        server.credential = "x"
+        assert server.poll(applied=0, timeout=30) == (None, 30.0)
+        assert server.poll(applied=0, timeout=60) == (None, 45.0)
+    finally:
+        web.shutdown()
