@@ -118,7 +118,8 @@ def test_a_policy_rollout_converges_node_by_node_on_its_page(
     shot(page, "started")
 
     for done, agent in enumerate(agents):
-        # only the node whose turn it is gets its bundle; the next waits (204 after its timeout)
+        # only the node whose turn it is gets its bundle; the next is told to ask again (under the live
+        # server, a WSGI server, the poll is never held: 204 at once with Retry-After)
         payload = agent.wait_for_bundle()
         assert payload is not None and (payload["node"], payload["revision"]) == (agent.node, 1)
         if done < len(agents) - 1:
