@@ -146,9 +146,10 @@ async def long_poll(*, method: str, authorization: str, query: Mapping[str, str]
         return _problem(
             400, "validation_failed", "Validation failed", f"applied >= 0, timeout 1..{MAX_TIMEOUT}."
         )
-    HUB.ensure_subscriber()
-    if not HUB.subscribed.is_set():
-        await asyncio.get_running_loop().run_in_executor(None, HUB.subscribed.wait, 2.0)
+    if wait:  # a server that never holds a poll (WSGI) needs no subscriber thread
+        HUB.ensure_subscriber()
+        if not HUB.subscribed.is_set():
+            await asyncio.get_running_loop().run_in_executor(None, HUB.subscribed.wait, 2.0)
     mark = HUB.seq  # before the read: a message after it is found by register(since=mark)
     try:
         agent, found = await _db(delivery.authenticate_poll, credential=credential, applied=applied)
