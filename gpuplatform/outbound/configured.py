@@ -9,7 +9,7 @@ from django.conf import settings
 
 from gpuplatform.errors import ValidationFailed
 from gpuplatform.outbound.policy import OutboundPolicy, OutboundRefused, parse_networks, vet_url
-from gpuplatform.outbound.session import RefusedConnection, guarded_session
+from gpuplatform.outbound.session import failure_text, guarded_session
 
 __all__ = ["failure_text", "user_url_policy", "user_url_session", "vet_user_url"]
 
@@ -28,17 +28,3 @@ def vet_user_url(url: str, *, field: str = "url") -> str:
 
 def user_url_session() -> requests.Session:
     return guarded_session(user_url_policy())
-
-
-def failure_text(exc: requests.RequestException) -> str:
-    """What a failed fetch is shown as: our words, never the exception's text (it can carry the URL's
-    secret path, or what a refused host answered)."""
-    if isinstance(exc, RefusedConnection):
-        return f"refused address ({exc.refusal.code}): {exc.refusal.message}"
-    if isinstance(exc, requests.Timeout):
-        return "timed out"
-    if isinstance(exc, requests.exceptions.SSLError):
-        return "TLS verification failed"
-    if isinstance(exc, requests.ConnectionError):
-        return "could not connect"
-    return f"request failed ({type(exc).__name__})"

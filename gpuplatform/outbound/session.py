@@ -21,7 +21,7 @@ from urllib3.util import connection as urllib3_connection
 
 from gpuplatform.outbound.policy import OutboundPolicy, OutboundRefused, check_addresses, resolve_addresses
 
-__all__ = ["GuardedAdapter", "RefusedConnection", "guarded_session"]
+__all__ = ["GuardedAdapter", "RefusedConnection", "failure_text", "guarded_session"]
 
 
 class RefusedConnection(requests.exceptions.ConnectionError):
@@ -69,6 +69,7 @@ class GuardedAdapter(HTTPAdapter):
     """An HTTPAdapter whose pools open only connections the policy allows."""
 
     def __init__(self, policy: OutboundPolicy, **kwargs: Any) -> None:
+        self.policy = policy
         http = type(
             "GuardedHTTPConnection", (_GuardedMixin, HTTPConnection), {"policy": policy, "scheme": "http"}
         )
@@ -112,3 +113,17 @@ def guarded_session(policy: OutboundPolicy, *, headers: Mapping[str, str] | None
     if headers:
         session.headers.update(headers)
     return session
+
+
+def failure_text(exc: requests.RequestException) -> str:
+    """What a failed fetch is shown as: our words, never the exception's text (it can carry the URL's
+    secret path, or what a refused host answered)."""
+    if isinstance(exc, RefusedConnection):
+        return f"refused address ({exc.refusal.code}): {exc.refusal.message}"
+    if isinstance(exc, requests.Timeout):
+        return "timed out"
+    if isinstance(exc, requests.exceptions.SSLError):
+        return "TLS verification failed"
+    if isinstance(exc, requests.ConnectionError):
+        return "could not connect"
+    return f"request failed ({type(exc).__name__})"
