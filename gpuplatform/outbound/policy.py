@@ -102,12 +102,12 @@ def address_refusal(address: Address, policy: OutboundPolicy) -> str:
         return "a cloud metadata endpoint"
     if address.is_link_local:
         return "a link-local address"
+    if address.is_loopback:  # before "reserved": ::1 sits in the reserved ::/8
+        return "" if policy.explicitly_allowed(address) else "a loopback address"
     if address.is_unspecified or address.is_multicast or address.is_reserved:
         return "not a host address"
     if policy.explicitly_allowed(address):
         return ""
-    if address.is_loopback:
-        return "a loopback address"
     if not address.is_global and not policy.allow_private:
         return "a private address"
     return ""
