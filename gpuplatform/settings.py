@@ -16,6 +16,8 @@ import django_stubs_ext
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
+from gpuplatform.outbound.policy import parse_networks
+
 # Lets generic Django classes be subscripted at runtime (ModelAdmin[User]), as the type checker wants.
 django_stubs_ext.monkeypatch()
 
@@ -460,5 +462,12 @@ SYSTEM_NAMESPACES = env_list(
 # A cluster's API server on a loopback address (and so over plain HTTP) is refused unless this is on:
 # the demo's and the test suite's kubesim serve there; a production control plane never should.
 CLUSTER_ALLOW_LOOPBACK = env_bool("CLUSTER_ALLOW_LOOPBACK", False)
+# Loopback and private addresses (CIDR blocks) that alert receivers, metrics sources and single sign-on
+# may reach, over plain http too; everything else must be public and https (docs/security.md,
+# "Where the server connects"). Metadata and link-local addresses are refused whatever this says.
+try:
+    OUTBOUND_ALLOWED_NETWORKS = [str(n) for n in parse_networks(env_list("OUTBOUND_ALLOWED_NETWORKS"))]
+except ValueError as exc:
+    raise ImproperlyConfigured(f"OUTBOUND_ALLOWED_NETWORKS: {exc}") from exc
 # Page size of the paginated lists from the Kubernetes API.
 INVENTORY_LIST_PAGE_SIZE = env_int("INVENTORY_LIST_PAGE_SIZE", 500)

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import ipaddress
-import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +21,8 @@ from urllib.parse import urlsplit
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+
+from gpuplatform.outbound.policy import INSECURE_SCHEME, OutboundPolicy, OutboundRefused, vet_url
 
 __all__ = [
     "EndpointPolicy",
@@ -34,16 +34,6 @@ __all__ = [
 ]
 
 MAX_TOKEN_CHARS = 16_384
-
-# Cloud instance-metadata services: reaching one from the control plane hands out the node's cloud
-# credentials. Most sit in link-local space (refused anyway); these are the ones that do not, or that
-# are named rather than numbered.
-METADATA_ADDRESSES = frozenset(
-    ipaddress.ip_address(a) for a in ("169.254.169.254", "169.254.170.2", "fd00:ec2::254", "100.100.100.200")
-)
-METADATA_NAMES = frozenset(
-    {"metadata", "metadata.google.internal", "metadata.azure.internal", "instance-data"}
-)
 
 TOP_LEVEL_FIELDS = frozenset(
     {"apiVersion", "kind", "clusters", "users", "contexts", "current-context", "preferences", "extensions"}
@@ -89,11 +79,15 @@ class KubeconfigRefused(Exception):
 
 @dataclass(frozen=True, slots=True)
 class EndpointPolicy:
-    """Where a cluster's API server may be. Loopback only where a setting allows it (the demo's and
-    the suite's kubesim); plain HTTP only to an allowed loopback address."""
+    """Where a cluster's API server may be: the shared outbound policy (gpuplatform.outbound) with
+    private ranges allowed (clusters live there), loopback only where a setting allows it (the demo's
+    and the suite's kubesim); plain HTTP only to an allowed loopback address."""
 
     allow_loopback: bool = False
     resolve: Callable[[str], Iterable[str]] | None = None  # host -> addresses; None: the system resolver
+
+    def outbound(self) -> OutboundPolicy:
+        return OutboundPolicy(allow_private=True, allow_loopback=self.allow_loopback, resolve=self.resolve)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,27 +190,6 @@ def _token(value: Any) -> str:
     return token
 
 
-def _address_refused(address: ipaddress.IPv4Address | ipaddress.IPv6Address, policy: EndpointPolicy) -> str:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
-    if address in METADATA_ADDRESSES:
-        return "a cloud metadata endpoint"
-    if address.is_link_local:
-        return "a link-local address"
-    if address.is_unspecified or address.is_multicast or address.is_reserved:
-        return "not a host address"
-    if address.is_loopback and not policy.allow_loopback:
-        return "a loopback address"
-    return ""
-
-
-def _system_resolve(host: str) -> list[str]:
-    try:
-        return [str(info[4][0]) for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)]
-    except (OSError, UnicodeError):
-        return []  # unresolvable now: nothing to connect to, so nothing to refuse yet (checked again on use)
-
-
 def check_endpoint(server: str, policy: EndpointPolicy) -> str:
     """The API server URL if the policy allows it (resolving its name); else KubeconfigRefused."""
     try:
@@ -231,27 +204,12 @@ def check_endpoint(server: str, policy: EndpointPolicy) -> str:
         raise _refuse("kubeconfig.bad_server", "server must not carry credentials, a query or a fragment")
     if port == 0:
         raise _refuse("kubeconfig.bad_server", "server's port must be 1-65535")
-    if host in METADATA_NAMES:
-        raise _refuse("kubeconfig.endpoint_refused", "server is a cloud metadata endpoint")
     try:
-        addresses = [ipaddress.ip_address(host)]
-    except ValueError:
-        if host == "localhost" or host.endswith(".localhost"):
-            addresses = [ipaddress.ip_address("127.0.0.1")]
-        else:
-            resolve = policy.resolve or _system_resolve
-            addresses = []
-            for raw in resolve(host):
-                try:
-                    addresses.append(ipaddress.ip_address(raw.split("%")[0]))
-                except ValueError:
-                    continue
-    for address in addresses:
-        reason = _address_refused(address, policy)
-        if reason:
-            raise _refuse("kubeconfig.endpoint_refused", f"server {host} is {reason}")
-    if url.scheme == "http" and not (addresses and all(a.is_loopback for a in addresses)):
-        raise _refuse("kubeconfig.insecure_scheme", "server must use https (TLS verified)")
+        vet_url(server, policy.outbound())
+    except OutboundRefused as refused:
+        if refused.code == INSECURE_SCHEME:
+            raise _refuse("kubeconfig.insecure_scheme", "server must use https (TLS verified)") from None
+        raise _refuse("kubeconfig.endpoint_refused", f"server {refused.message}") from None
     return server
 
 

@@ -39,6 +39,7 @@ import requests
 from prometheus_api_client import PrometheusConnect
 from urllib3.util.retry import Retry
 
+from gpuplatform.outbound.session import GuardedAdapter, failure_text
 from metering.collection.config import HamiMetric, MetricName, SourceConfig
 from metering.collection.readings import (
     CARD_SCOPE,
@@ -97,6 +98,7 @@ class PrometheusUsageSource:
         # (a flapping server), then the hour fails and is retried by the beat job, not here for long.
         # The client mounts its retrying adapter on our session for this URL.
         self.session = session or requests.Session()
+        base = self.session.get_adapter(self.url)
         # A read that timed out is not retried: a slow server would only be asked to be slow again.
         retry = Retry(
             total=2,
@@ -109,6 +111,9 @@ class PrometheusUsageSource:
         self.client = PrometheusConnect(
             url=self.url, session=self.session, retry=retry, timeout=config.timeout_seconds
         )
+        if isinstance(base, GuardedAdapter):
+            # The client's plain adapter would connect anywhere: ours again, with the client's retry.
+            self.session.mount(self.url, GuardedAdapter(base.policy, max_retries=retry))
 
     def ready(self) -> bool:
         try:
@@ -351,14 +356,22 @@ class PrometheusUsageSource:
                 f"Prometheus timed out after {self.config.timeout_seconds}s ({label})"
             ) from exc
         except requests.RequestException as exc:
-            raise UsageSourceError(f"Prometheus unreachable at {self.url}: {type(exc).__name__}") from exc
+            raise UsageSourceError(f"Prometheus unreachable at {self.url}: {failure_text(exc)}") from exc
+        if response.is_redirect:
+            raise UsageSourceError(f"Prometheus answered {response.status_code} to {label}: redirect refused")
         try:
             body = response.json()
         except ValueError:
-            body = {}
+            body = None
+        if not isinstance(body, dict):
+            # Whatever else answered (an internal page, a metadata service) is never shown back.
+            raise UsageSourceError(
+                f"Prometheus answered {response.status_code} to {label}: not a Prometheus answer"
+            )
         if response.status_code != 200 or body.get("status") != "success":
-            detail = body.get("error") or response.text[:200]
-            raise UsageSourceError(f"Prometheus answered {response.status_code} to {label}: {detail}")
+            raise UsageSourceError(
+                f"Prometheus answered {response.status_code} to {label}: {_prometheus_error(body)}"
+            )
         data = body.get("data") or {}
         if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
             raise UsageSourceError(f"Prometheus gave a malformed answer to {label}")
@@ -437,6 +450,20 @@ class PrometheusUsageSource:
             pod=_first(labels, cfg.pod_labels),
             variant=variant,
         )
+
+
+# The errorType values of Prometheus's HTTP API (web/api/v1): only an answer in that shape is
+# Prometheus explaining a refused query, and only then is its message kept.
+PROMETHEUS_ERROR_TYPES = frozenset(
+    {"timeout", "canceled", "execution", "bad_data", "internal", "unavailable", "not_found", "not_acceptable"}
+)
+
+
+def _prometheus_error(body: dict[str, Any]) -> str:
+    kind, message = body.get("errorType"), body.get("error")
+    if body.get("status") == "error" and kind in PROMETHEUS_ERROR_TYPES and isinstance(message, str):
+        return f"{kind}: {message[:200]}"
+    return "not a Prometheus answer"
 
 
 def _times(scale: float) -> str:

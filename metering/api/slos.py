@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from gpuplatform.api.viewsets import ScopedViewSet
+from gpuplatform.outbound.policy import redact_url
 from metering.models import AlertDelivery, AlertReceiver, Slo, SloAlert
 from metering.services import slos as slo_services
 
@@ -96,10 +97,20 @@ class SloAlertViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
 
 
 class AlertReceiverSerializer(StrictModelSerializer):
+    url = serializers.SerializerMethodField()
+
     class Meta:
         model = AlertReceiver
         fields = ["id", "name", "url", "created_at"]  # the secret is never read back
         read_only_fields = fields
+
+    def get_url(self, receiver: AlertReceiver) -> str:
+        """Whole for platform-admins; scheme and host for everyone else (finance reads receivers):
+        a webhook's path or query is often its bearer secret."""
+        request = self.context.get("request")
+        if request is not None and getattr(request.user, "is_platform_admin", False):
+            return receiver.url
+        return redact_url(receiver.url)
 
 
 class AlertReceiverCreateSerializer(StrictSerializer):
@@ -117,7 +128,8 @@ class AlertReceiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Sco
         data = AlertReceiverCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         receiver = slo_services.create_receiver(actor=self.actor, **data.validated_data)
-        return Response(AlertReceiverSerializer(receiver).data, status=status.HTTP_201_CREATED)
+        shown = AlertReceiverSerializer(receiver, context=self.get_serializer_context())
+        return Response(shown.data, status=status.HTTP_201_CREATED)
 
 
 class AlertDeliverySerializer(StrictModelSerializer):

@@ -98,12 +98,14 @@ class SloAlert(models.Model):
 
 
 class AlertReceiver(models.Model):
-    """A webhook that alerts are POSTed to (JSON, signed with HMAC-SHA256 when a secret is set)."""
+    """A webhook that alerts are POSTed to (JSON, signed with HMAC-SHA256 when a secret is set).
+    Its URL is shown whole to platform-admins only (a path is often the bearer secret); the signing
+    secret is stored encrypted (inventory.crypto) and never read back."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=100, unique=True)
     url = models.URLField(max_length=500)
-    secret = models.CharField(max_length=200, blank=True)
+    secret_encrypted = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = PlatformOnlyQuerySet.as_manager()

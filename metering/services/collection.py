@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from gpuplatform.bulk_insert import insert_many
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
+from gpuplatform.outbound.configured import user_url_session
 from inventory.models import Allocation, Cluster, Gpu, Node, ShareableUnit
 from metering.collection.attribute import (
     ENERGY_KWH,
@@ -90,7 +91,8 @@ def prometheus_for(*, cluster_id: uuid.UUID) -> PrometheusUsageSource | None:
     """The cluster's configured Prometheus, else PROMETHEUS_URL with the default names, else none."""
     row = MetricsSource.objects.filter(cluster_id=cluster_id, enabled=True).first()
     if row is not None:
-        return PrometheusUsageSource(url=row.url, config=parse_config(row.config))
+        # A platform-admin typed this URL: the outbound policy applies on every connection.
+        return PrometheusUsageSource(url=row.url, config=parse_config(row.config), session=user_url_session())
     url = getattr(settings, "PROMETHEUS_URL", "") or os.environ.get("PROMETHEUS_URL", "")
     if url:
         return PrometheusUsageSource(url=url, config=SourceConfig())

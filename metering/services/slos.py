@@ -20,7 +20,10 @@ from django.utils import timezone
 
 from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Forbidden, NotFound, ValidationFailed
+from gpuplatform.outbound.configured import failure_text, user_url_session, vet_user_url
+from gpuplatform.outbound.policy import redact_url
 from gpuplatform.sli_sources import SliKind, sli_kind, sli_kinds
+from inventory.crypto import decrypt_text, encrypt_text
 from metering.models import AlertDelivery, AlertReceiver, AlertState, DeliveryState, SliSample, Slo, SloAlert
 from metering.slo.burn import RULES, Sample, budget_remaining, burn_rate, firing, window
 from tenants.models import Tenant
@@ -120,16 +123,20 @@ def _params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def create_receiver(*, actor: Any, name: str, url: str, secret: str = "") -> AlertReceiver:
+    """Add a webhook. Its URL passes the outbound policy (``outbound.*`` codes) now and again at each
+    delivery; the secret is stored encrypted; the audit log has the URL without its path."""
     if not getattr(actor, "is_platform_admin", False):
         raise Forbidden("Only platform-admins add alert receivers.")
-    if not url.startswith(("https://", "http://")):
-        raise ValidationFailed("The URL is http(s).", code="receiver.url_invalid", field="url")
+    url = vet_user_url(url, field="url")
     if AlertReceiver.objects.filter(name=name).exists():
         raise ValidationFailed(f"A receiver named {name!r} exists.", code="receiver.name_taken", field="name")
     with transaction.atomic():
-        receiver = AlertReceiver.objects.create(name=name, url=url, secret=secret)
+        receiver = AlertReceiver.objects.create(name=name, url=url, secret_encrypted=encrypt_text(secret))
         record_event(
-            actor=actor, action="alert_receiver.created", obj=receiver, after={"name": name, "url": url}
+            actor=actor,
+            action="alert_receiver.created",
+            obj=receiver,
+            after={"name": name, "url": redact_url(url), "signed": bool(secret)},
         )
     return receiver
 
@@ -252,26 +259,37 @@ def _queue_deliveries(slo: Slo, alert: SloAlert, event: str, now: datetime) -> N
 
 def deliver(*, delivery_id: uuid.UUID, now: datetime | None = None) -> AlertDelivery:
     """One attempt, under the row's lock so two workers never both send; a delivered one is never
-    sent again. Returns the delivery as it stands after the attempt."""
+    sent again. Returns the delivery as it stands after the attempt. The receiver's address passes
+    the outbound policy when connecting; a redirect is a failure, never followed; what the receiver
+    answered is not kept, only its status."""
     now = now or timezone.now()
     with transaction.atomic():
         delivery = AlertDelivery.objects.select_for_update().select_related("receiver").get(pk=delivery_id)
         if delivery.state != DeliveryState.PENDING or delivery.next_attempt_at > now:
             return delivery
-        body = json.dumps(delivery.payload, sort_keys=True).encode()
-        headers = {"Content-Type": "application/json", "Idempotency-Key": str(delivery.pk)}
-        if delivery.receiver.secret:
-            digest = hmac.new(delivery.receiver.secret.encode(), body, hashlib.sha256).hexdigest()
-            headers["X-Gpuplatform-Signature"] = f"sha256={digest}"
         delivery.attempts += 1
+        ok = False
         try:
-            answer = requests.post(
-                delivery.receiver.url, data=body, headers=headers, timeout=DELIVERY_TIMEOUT
-            )
+            body = json.dumps(delivery.payload, sort_keys=True).encode()
+            headers = {"Content-Type": "application/json", "Idempotency-Key": str(delivery.pk)}
+            secret = decrypt_text(delivery.receiver.secret_encrypted)
+            if secret:
+                digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+                headers["X-Gpuplatform-Signature"] = f"sha256={digest}"
+            # stream: the answer's body is never read, so a receiver cannot make us hold a large one.
+            with user_url_session() as session:
+                answer = session.post(
+                    delivery.receiver.url, data=body, headers=headers, timeout=DELIVERY_TIMEOUT, stream=True
+                )
+                answer.close()
             delivery.last_status, delivery.last_error = answer.status_code, ""
             ok = 200 <= answer.status_code < 300
+            if answer.is_redirect:
+                delivery.last_error = "redirect refused: receivers are not followed elsewhere"
         except requests.RequestException as exc:
-            delivery.last_status, delivery.last_error, ok = None, f"{type(exc).__name__}: {exc}"[:1000], False
+            delivery.last_status, delivery.last_error = None, failure_text(exc)
+        except ValidationFailed:
+            delivery.last_status, delivery.last_error = None, "the signing secret cannot be decrypted"
         if ok:
             delivery.state, delivery.delivered_at = DeliveryState.DELIVERED, now
         elif delivery.attempts > len(DELIVERY_BACKOFF):

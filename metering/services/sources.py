@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Forbidden, NotFound, ValidationFailed
+from gpuplatform.outbound.configured import vet_user_url
 from inventory.models import Cluster
 from metering.collection.config import ConfigInvalid, SourceConfig, parse_config
 from metering.models import MetricsSource
@@ -24,11 +25,11 @@ def configure_metrics_source(
     (``metrics_source.configured``); the same values again change nothing and record nothing."""
     if not getattr(actor, "is_platform_admin", False):
         raise Forbidden("Only platform-admins configure metrics sources.")
-    if not url.startswith(("http://", "https://")) or len(url) > 500:
+    if len(url) > 500:
         raise ValidationFailed("url must be an http(s) URL of a Prometheus query API", field="url")
-    if "@" in url.split("//", 1)[1].split("/", 1)[0]:
-        # The URL is shown to platform staff and in the audit log: no place for a password.
-        raise ValidationFailed("url must not carry credentials", field="url")
+    # The outbound policy (again on every fetch); credentials are refused there too: the URL is shown
+    # to platform staff and in the audit log, no place for a password.
+    url = vet_user_url(url, field="url")
     try:
         parse_config(config or {})
     except ConfigInvalid as exc:

@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 import jwt
 import requests
@@ -21,6 +22,7 @@ from mozilla_django_oidc.utils import import_from_settings
 from gpuplatform.accounts.models import User
 from gpuplatform.api.addresses import client_address
 from gpuplatform.audit.services import record_attempt
+from gpuplatform.outbound.configured import user_url_session
 from tenants.models import SsoIdentity
 from tenants.sso import discovery
 from tenants.sso.mapping import groups_of, parse_mapping, resolve
@@ -86,10 +88,48 @@ class GroupMappingBackend(OIDCAuthenticationBackend):
             raise SuspiciousOperation("ID token for several audiences without azp naming this client")
         return claims
 
+    # ----------------------------------------------------------------------------- the provider's endpoints
+    # The library calls requests.get/post itself, with no way to hand it a session: the three calls are
+    # made here instead, through the outbound policy (checked at connect time, no redirects), and a
+    # failure says the status, never the body (the library puts the token endpoint's body in its error).
+
+    def _fetch(self, method: str, url: str, **kwargs: Any) -> requests.Response:
+        with user_url_session() as session:
+            response = session.request(
+                method, url, timeout=settings.OIDC_TIMEOUT, verify=settings.OIDC_VERIFY_SSL, **kwargs
+            )
+        if response.status_code != 200:
+            what = "redirected (not followed)" if response.is_redirect else f"answered {response.status_code}"
+            raise requests.HTTPError(f"the provider's {urlsplit(url).path or '/'} {what}", response=response)
+        return response
+
+    def retrieve_matching_jwk(self, token: str) -> Any:
+        """The provider's key for this token: same kid and, when the key names one, same algorithm."""
+        jwks = self._fetch("GET", self.OIDC_OP_JWKS_ENDPOINT).json()
+        header = jwt.get_unverified_header(token)
+        matching = [
+            jwk
+            for jwk in jwks.get("keys", [])
+            if jwk.get("kid") == header.get("kid") and jwk.get("alg", header.get("alg")) == header.get("alg")
+        ]
+        if not matching:
+            raise SuspiciousOperation("Could not find a valid JWKS.")
+        return jwt.PyJWK(matching[-1])
+
+    def get_token(self, payload: dict[str, Any]) -> dict[str, Any]:
+        token: dict[str, Any] = self._fetch("POST", self.OIDC_OP_TOKEN_ENDPOINT, data=payload).json()
+        return token
+
     def get_userinfo(self, access_token: str, id_token: str, payload: dict[str, Any]) -> dict[str, Any]:
         """The ID token's claims, completed by the userinfo endpoint's, which must be about the same
         subject (OpenID Connect Core §5.3.2): else a token mix-up could log in someone else."""
-        userinfo = super().get_userinfo(access_token, id_token, payload)
+        answer = self._fetch(
+            "GET", self.OIDC_OP_USER_ENDPOINT, headers={"Authorization": f"Bearer {access_token}"}
+        )
+        if answer.headers.get("content-type", "").lower().startswith("application/jwt"):
+            userinfo: dict[str, Any] = self.verify_token(answer.text)
+        else:
+            userinfo = answer.json()
         if userinfo.get("sub") != payload.get("sub"):
             raise SuspiciousOperation("userinfo is about another subject than the ID token")
         return {**payload, **userinfo}

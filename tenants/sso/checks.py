@@ -10,9 +10,13 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.checks import Error, register
 
+from gpuplatform.outbound.configured import user_url_policy
+from gpuplatform.outbound.policy import OutboundRefused, vet_url
 from tenants.sso.mapping import MappingError, parse_mapping
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+# The endpoints the server itself calls; the authorization and logout endpoints are the browser's.
+SERVER_FETCHED_SETTINGS = ("OIDC_OP_TOKEN_ENDPOINT", "OIDC_OP_USER_ENDPOINT", "OIDC_OP_JWKS_ENDPOINT")
 
 
 @register()
@@ -36,4 +40,23 @@ def check_single_sign_on(app_configs: Any = None, **kwargs: Any) -> list[Error]:
         errors.append(Error(f"OIDC_GROUP_ROLES: {exc}", id="sso.E004"))
     if "openid" not in settings.OIDC_RP_SCOPES.split():
         errors.append(Error("OIDC_RP_SCOPES must include openid", id="sso.E005"))
+    return errors
+
+
+@register()
+def check_single_sign_on_addresses(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """The issuer and any endpoint set explicitly pass the outbound policy (as discovered ones do when
+    fetched): a provider on a metadata, link-local or unlisted internal address is refused at start."""
+    if not settings.OIDC_ENABLED:
+        return []
+    errors: list[Error] = []
+    policy = user_url_policy()
+    for name in ("OIDC_ISSUER", *SERVER_FETCHED_SETTINGS):
+        value = getattr(settings, name, "")
+        if not value:
+            continue
+        try:
+            vet_url(str(value), policy)
+        except OutboundRefused as refused:
+            errors.append(Error(f"{name}: {refused.message} (OUTBOUND_ALLOWED_NETWORKS)", id="sso.E006"))
     return errors

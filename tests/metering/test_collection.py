@@ -286,12 +286,12 @@ def test_a_prometheus_too_slow_to_answer_is_a_recorded_timeout(fleet):
 
 def test_only_platform_admins_configure_a_source_and_bad_names_are_refused(fleet, cast):
     with pytest.raises(Forbidden):
-        configure_metrics_source(actor=cast.fiona, cluster_id=fleet.cluster.pk, url="http://prom:9090")
+        configure_metrics_source(actor=cast.fiona, cluster_id=fleet.cluster.pk, url="https://prom.test:9090")
     with pytest.raises(ValidationFailed) as bad:
         configure_metrics_source(
             actor=cast.pat,
             cluster_id=fleet.cluster.pk,
-            url="http://prom:9090",
+            url="https://prom.test:9090",
             config={"pod_labels": ["pod name"]},
         )
     assert bad.value.field == "config.pod_labels"

@@ -16,14 +16,14 @@ def test_a_platform_admin_sets_a_clusters_source_and_it_is_audited(cast, api):
     cluster = inv.cluster()
     body = {
         "cluster": str(cluster.pk),
-        "url": "http://prometheus.monitoring:9090/",
+        "url": "https://prometheus.monitoring.test:9090/",
         "config": {"pod_labels": ["exported_pod"], "selector": ['cluster="east"']},
     }
     created = api(cast.pat).post("/api/v1/metrics-sources/", body, format="json")
 
     assert created.status_code == 201, created.content
     shown = created.json()
-    assert (shown["cluster_name"], shown["url"]) == ("east", "http://prometheus.monitoring:9090")
+    assert (shown["cluster_name"], shown["url"]) == ("east", "https://prometheus.monitoring.test:9090")
     assert shown["effective_config"]["pod_labels"] == ["exported_pod"]
     assert shown["effective_config"]["namespace_labels"] == ["exported_namespace", "namespace"]  # default
     assert shown["effective_config"]["utilisation"][0] == {
@@ -53,7 +53,7 @@ def test_a_platform_admin_sets_a_clusters_source_and_it_is_audited(cast, api):
 )
 def test_bad_names_are_refused_and_change_nothing(cast, api, config, field):
     cluster = inv.cluster()
-    body = {"cluster": str(cluster.pk), "url": "http://prom:9090", "config": config}
+    body = {"cluster": str(cluster.pk), "url": "https://prom.test:9090", "config": config}
     refused = api(cast.pat).post("/api/v1/metrics-sources/", body, format="json")
     assert refused.status_code == 400
     assert refused["Content-Type"].startswith("application/problem+json")
@@ -64,14 +64,14 @@ def test_bad_names_are_refused_and_change_nothing(cast, api, config, field):
 
 
 def test_a_url_with_credentials_is_refused(cast, api):
-    body = {"cluster": str(inv.cluster().pk), "url": "http://admin:secret@prom:9090"}
+    body = {"cluster": str(inv.cluster().pk), "url": "https://admin:secret@prom.test:9090"}
     refused = api(cast.pat).post("/api/v1/metrics-sources/", body, format="json")
     assert refused.status_code == 400
     assert "credentials" in refused.content.decode()
 
 
 def test_finance_and_tenants_may_not_set_a_source(cast, api):
-    body = {"cluster": str(inv.cluster().pk), "url": "http://prom:9090"}
+    body = {"cluster": str(inv.cluster().pk), "url": "https://prom.test:9090"}
     assert api(cast.fiona).post("/api/v1/metrics-sources/", body, format="json").status_code == 403
     assert api(cast.alice).post("/api/v1/metrics-sources/", body, format="json").status_code == 403
     assert api(cast.alice).get("/api/v1/metrics-sources/").json()["results"] == []
