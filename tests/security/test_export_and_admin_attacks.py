@@ -16,11 +16,16 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
+from axes.models import AccessAttempt
+from django.contrib.auth.models import Group
 from openpyxl import load_workbook
 
+from gpuplatform.accounts.models import PlatformRole
+from gpuplatform.audit.models import AuditEvent
 from metering.models import ReportLine
 from metering.services.periods import close_billing_period, ensure_period
 from tenants.models import Tenant
+from tests.fixtures.people import make_user
 from tests.metering import rows
 
 pytestmark = pytest.mark.django_db
@@ -123,3 +128,91 @@ def test_the_json_export_keeps_the_cost_centre_as_typed(poisoned, cast, api):
     """JSON is no spreadsheet: its consumers get the value itself."""
     records = json.loads(download(api, cast, "json"))
     assert {r["cost_centre"] for r in records if r["kind"] == "charge"} == set(PAYLOADS.values())
+
+
+# Finding 9: /admin/ ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def root(db):
+    """A superuser signed in to Django's admin site: the platform-admin who can reach it."""
+    return make_user("root", is_staff=True, is_superuser=True)
+
+
+def change_form(user, **changes):
+    """The admin's change form of ``user`` as the browser posts it, with ``changes``."""
+    data = {
+        "username": user.username, "first_name": "", "last_name": "", "email": "", "is_active": "on",
+        "date_joined_0": "2025-01-01", "date_joined_1": "00:00:00", "last_login_0": "", "last_login_1": "",
+        "platform_role": user.platform_role, "_save": "Save",
+    }  # fmt: skip
+    data.update(changes)
+    return {key: value for key, value in data.items() if value is not None}
+
+
+def events(action, user):
+    return list(AuditEvent.objects.filter(action=action, object_id=str(user.pk)))
+
+
+def test_granting_platform_admin_through_django_admin_leaves_an_audit_event(cast, root, client):
+    client.force_login(root)
+    got = client.post(
+        f"/admin/accounts/user/{cast.charlie.pk}/change/",
+        change_form(cast.charlie, platform_role=PlatformRole.PLATFORM_ADMIN),
+    )
+    assert got.status_code == 302, got.content[:2000]
+    cast.charlie.refresh_from_db()
+    assert cast.charlie.is_platform_admin
+    [event] = events("user.updated", cast.charlie)
+    assert (event.actor, event.before["platform_role"], event.after["platform_role"]) == (
+        root, "", "platform-admin",
+    )  # fmt: skip
+    assert "password" not in event.before and "password" not in event.after
+
+
+def test_making_a_superuser_and_adding_a_group_through_django_admin_leaves_an_audit_event(cast, root, client):
+    client.force_login(root)
+    group = Group.objects.create(name="operators")
+    got = client.post(
+        f"/admin/accounts/user/{cast.charlie.pk}/change/",
+        change_form(cast.charlie, is_staff="on", is_superuser="on", groups=[str(group.pk)]),
+    )
+    assert got.status_code == 302, got.content[:2000]
+    [event] = events("user.updated", cast.charlie)
+    assert (event.before["is_superuser"], event.after["is_superuser"]) == (False, True)
+    assert (event.before["groups"], event.after["groups"]) == ([], ["operators"])
+
+
+def test_a_password_set_through_django_admin_is_audited_without_the_hash(cast, root, client):
+    client.force_login(root)
+    got = client.post(
+        f"/admin/accounts/user/{cast.charlie.pk}/password/",
+        {"password1": "a-new-Pass-phrase-42", "password2": "a-new-Pass-phrase-42", "usable_password": "true"},
+    )
+    assert got.status_code == 302, got.content[:2000]
+    [event] = events("user.password_set", cast.charlie)
+    assert event.actor == root and event.after == {"password_changed": True}
+
+
+def test_deleting_a_user_through_django_admin_leaves_an_audit_event(cast, root, client):
+    client.force_login(root)
+    got = client.post(f"/admin/accounts/user/{cast.charlie.pk}/delete/", {"post": "yes"})
+    assert got.status_code == 302, got.content[:2000]
+    [event] = events("user.deleted", cast.charlie)
+    assert event.before["username"] == "charlie" and event.after is None
+
+
+def test_unlocking_a_user_or_adding_a_group_through_django_admin_leaves_an_audit_event(cast, root, client):
+    """Third parties' admins too: auth's groups, and django-axes' lockouts (deleting a user's failed
+    attempts lifts their lockout)."""
+    attempt = AccessAttempt.objects.create(
+        username="alice", ip_address="203.0.113.9", user_agent="x", failures_since_start=5,
+        get_data="", post_data="", http_accept="", path_info="/login/",
+    )  # fmt: skip
+    client.force_login(root)
+    got = client.post(f"/admin/axes/accessattempt/{attempt.pk}/delete/", {"post": "yes"})
+    assert got.status_code == 302, got.content[:2000]
+    assert AuditEvent.objects.filter(action="accessattempt.deleted", object_id=str(attempt.pk)).count() == 1
+    got = client.post("/admin/auth/group/add/", {"name": "operators", "_save": "Save"})
+    assert got.status_code == 302, got.content[:2000]
+    assert AuditEvent.objects.filter(action="group.created", object_repr="operators").count() == 1
