@@ -1,0 +1,58 @@
+"""Low findings of issue #26 (finding 10, in part): what the API answers at its edges, and keys and
+checks outside the happy path. Each test is named for what an attacker (or an unlucky operator) tries."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.django_db
+
+
+def _is_problem(response, status: int, code: str) -> None:
+    assert (response.status_code, response["Content-Type"]) == (status, "application/problem+json"), (
+        response.content[:500]
+    )
+    assert response.json()["code"] == code
+
+
+# As JSON text. The bare NaN and Infinity literals are not JSON: the parser refuses them.
+@pytest.mark.parametrize(
+    ("objective", "code"),
+    [
+        ('"NaN"', "slo.objective_invalid"),
+        ('"sNaN"', "slo.objective_invalid"),
+        ('"-NaN"', "slo.objective_invalid"),
+        ('"Infinity"', "slo.objective_invalid"),
+        ("1e999", "slo.objective_invalid"),
+        ("NaN", "malformed_request"),
+        ("-Infinity", "malformed_request"),
+    ],
+)
+def test_an_slo_objective_of_nan_or_infinity_is_a_problem_not_a_server_error(cast, api, objective, code):
+    body = '{"name": "nan", "sli": "queue_wait", "objective": ' + objective + "}"
+    got = api(cast.pat).generic("POST", "/api/v1/slos/", body, content_type="application/json")
+    _is_problem(got, 400, code)
+
+
+def _run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    child = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DJANGO_ALLOW_ASYNC_UNSAFE", "SECRET_KEY", "SECRET_KEY_FILE"}
+    }
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=REPO,
+        env={**child, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
