@@ -41,6 +41,17 @@ def test_an_slo_objective_of_nan_or_infinity_is_a_problem_not_a_server_error(cas
     _is_problem(got, 400, code)
 
 
+@pytest.mark.parametrize("size", ["0", "-1", "-500", "ten"])
+def test_a_page_size_of_zero_or_less_is_a_problem_not_one_item(cast, api, size):
+    got = api(cast.pat).get("/api/v1/tenants/", {"page_size": size})
+    _is_problem(got, 400, "invalid_page_size")
+
+
+def test_a_page_size_over_the_cap_is_capped(cast, api):
+    got = api(cast.pat).get("/api/v1/tenants/", {"page_size": "100000"})
+    assert got.status_code == 200 and len(got.json()["results"]) == 6
+
+
 def _run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
     child = {
         k: v
