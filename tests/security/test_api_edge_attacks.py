@@ -52,6 +52,23 @@ def test_a_page_size_over_the_cap_is_capped(cast, api):
     assert got.status_code == 200 and len(got.json()["results"]) == 6
 
 
+def test_an_oversized_body_under_the_api_answers_problem_json_not_html(cast, api, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    body = b'{"name": "' + b"x" * 2000 + b'", "scopes": ["read"]}'
+    got = api(cast.alice).generic("POST", "/api/v1/tokens/", body, content_type="application/json")
+    _is_problem(got, 413, "request_too_large")
+
+
+def test_a_forged_host_header_under_the_api_answers_problem_json_not_html(cast, api):
+    got = api(cast.alice).get("/api/v1/tenants/", HTTP_HOST="attacker.example")
+    _is_problem(got, 400, "bad_host")
+
+
+def test_a_forged_host_header_elsewhere_still_answers_html(client):
+    got = client.get("/login/", HTTP_HOST="attacker.example")
+    assert got.status_code == 400 and got["Content-Type"].startswith("text/html")
+
+
 def _run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
     child = {
         k: v
