@@ -69,6 +69,15 @@ def test_a_forged_host_header_elsewhere_still_answers_html(client):
     assert got.status_code == 400 and got["Content-Type"].startswith("text/html")
 
 
+def test_api_answers_are_never_stored_by_a_cache_including_a_new_token(cast, api, client):
+    created = api(cast.alice).post("/api/v1/tokens/", {"name": "ci", "scopes": ["read"]}, format="json")
+    listed = api(cast.alice).get("/api/v1/tenants/")
+    refused = client.get("/api/v1/tenants/")  # a problem answer too
+    for response in (created, listed, refused):
+        assert "no-store" in response["Cache-Control"], response.status_code
+    assert created.status_code == 201 and "token" in created.json()
+
+
 def _run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
     child = {
         k: v
