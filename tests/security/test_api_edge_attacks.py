@@ -93,3 +93,21 @@ def _run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+def test_secure_mode_with_tls_verification_to_the_identity_provider_off_fails_check_deploy():
+    from tests.core.test_platform import PRODUCTION, _signing_key_pem
+
+    oidc = {
+        "OIDC_ENABLED": "1",
+        "OIDC_ISSUER": "https://idp.example.com",
+        "OIDC_RP_CLIENT_ID": "gpuplatform",
+        "OIDC_CLIENT_SECRET": "s3cret-" + "x" * 30,
+    }
+    args = ["manage.py", "check", "--deploy", "--fail-level", "WARNING"]
+    signing = _signing_key_pem()
+    verified = _run(args, **PRODUCTION, **oidc, POLICY_SIGNING_KEY=signing)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    unverified = _run(args, **PRODUCTION, **oidc, POLICY_SIGNING_KEY=signing, OIDC_VERIFY_SSL="0")
+    assert unverified.returncode != 0
+    assert "sso.E006" in unverified.stdout + unverified.stderr
