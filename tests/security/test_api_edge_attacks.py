@@ -4,11 +4,13 @@ checks outside the happy path. Each test is named for what an attacker (or an un
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -111,3 +113,22 @@ def test_secure_mode_with_tls_verification_to_the_identity_provider_off_fails_ch
     unverified = _run(args, **PRODUCTION, **oidc, POLICY_SIGNING_KEY=signing, OIDC_VERIFY_SSL="0")
     assert unverified.returncode != 0
     assert "sso.E006" in unverified.stdout + unverified.stderr
+
+
+def test_outside_secure_mode_the_keys_are_not_a_public_default(tmp_path):
+    """Without SECRET_KEY the demo and tests make their own random key, once, in a file only its owner
+    reads: nothing published in the repository decrypts a kubeconfig or signs a bundle."""
+    code = "import django; django.setup(); from django.conf import settings; print(settings.SECRET_KEY)"
+    key_file = tmp_path / "var" / "secret_key"
+    first = _run(
+        ["-c", code], DEV_SECRET_KEY_FILE=str(key_file), DJANGO_SETTINGS_MODULE="gpuplatform.settings"
+    )
+    again = _run(
+        ["-c", code], DEV_SECRET_KEY_FILE=str(key_file), DJANGO_SETTINGS_MODULE="gpuplatform.settings"
+    )
+    assert first.returncode == 0, first.stderr
+    key = first.stdout.strip()
+    assert key == again.stdout.strip() == key_file.read_text().strip()  # made once, then reused
+    assert len(key) >= 50 and "insecure" not in key and "demo" not in key
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert settings.SECRET_KEY != "django-insecure-demo-key-0123456789abcdefghijklmnopqrstuvwxyz"
