@@ -92,7 +92,14 @@ SECRET_KEY = env("SECRET_KEY")
 if not SECRET_KEY and SECURE:
     raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) must be set when GPUPLATFORM_SECURE=1")
 if not SECRET_KEY:
-    SECRET_KEY = local_secret_key(Path(env("DEV_SECRET_KEY_FILE", str(BASE_DIR / "var" / "secret_key"))))
+    _key_file = Path(env("DEV_SECRET_KEY_FILE", str(BASE_DIR / "var" / "secret_key")))
+    try:
+        SECRET_KEY = local_secret_key(_key_file)
+    except OSError as exc:  # a read-only image, say: say what to do rather than a traceback
+        raise ImproperlyConfigured(
+            f"No SECRET_KEY, and {_key_file} cannot hold one ({exc}): set SECRET_KEY (or SECRET_KEY_FILE)"
+            " or DEV_SECRET_KEY_FILE to a writable path"
+        ) from exc
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
