@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import tempfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -59,12 +61,47 @@ def env_list(name: str, default: str = "") -> list[str]:
 DEBUG = env_bool("DJANGO_DEBUG", False)
 # Production hardening switch; `manage.py check --deploy` is clean with it on (README).
 SECURE = env_bool("GPUPLATFORM_SECURE", False)
-# The demo and tests run on a fixed development key; a secure deployment refuses to start without one.
-SECRET_KEY = env("SECRET_KEY") or (
-    "" if SECURE else "django-insecure-demo-key-0123456789abcdefghijklmnopqrstuvwxyz"
-)
-if not SECRET_KEY:
+
+
+def local_secret_key(path: Path) -> str:
+    """The key in ``path``, made there at first use: random, readable by its owner only (0600).
+
+    For the demo and the tests, which set no SECRET_KEY: the kubeconfig key and the bundle signing key
+    derive from it outside secure mode, so a default published in the repository would decrypt every
+    stored kubeconfig and sign bundles for every agent. Processes that start together (test workers,
+    the demo's server and its worker) agree: the file is linked into place, never overwritten."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, draft = tempfile.mkstemp(dir=path.parent, prefix=".secret_key.")  # mkstemp: mode 0600
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_urlsafe(50) + "\n")
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass  # another process made it first: theirs is the key
+        finally:
+            os.unlink(draft)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o600)  # a copy or an old checkout's file left readable by others
+    key = path.read_text().strip()
+    if not key:
+        raise ImproperlyConfigured(f"{path} is empty: delete it to have a new key made")
+    return key
+
+
+# A secure deployment refuses to start without a key; elsewhere one is made for this checkout.
+SECRET_KEY = env("SECRET_KEY")
+if not SECRET_KEY and SECURE:
     raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) must be set when GPUPLATFORM_SECURE=1")
+if not SECRET_KEY:
+    _key_file = Path(env("DEV_SECRET_KEY_FILE", str(BASE_DIR / "var" / "secret_key")))
+    try:
+        SECRET_KEY = local_secret_key(_key_file)
+    except OSError as exc:  # a read-only image, say: say what to do rather than a traceback
+        raise ImproperlyConfigured(
+            f"No SECRET_KEY, and {_key_file} cannot hold one ({exc}): set SECRET_KEY (or SECRET_KEY_FILE)"
+            " or DEV_SECRET_KEY_FILE to a writable path"
+        ) from exc
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
@@ -96,6 +133,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "gpuplatform.api.no_store.ApiNoStoreMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "gpuplatform.request_id.RequestIdMiddleware",
@@ -426,7 +464,8 @@ LOGGING = {
 PROMETHEUS_URL = env("PROMETHEUS_URL")
 
 # Inventory (issue #4). Kubeconfigs are encrypted at rest with this Fernet key (urlsafe base64 of 32
-# bytes); unset outside secure mode, a key is derived from SECRET_KEY so the demo and tests just work.
+# bytes); unset outside secure mode, a key is derived from SECRET_KEY (the checkout's own random one
+# in var/secret_key when SECRET_KEY is unset) so the demo and tests just work.
 GPUPLATFORM_ENCRYPTION_KEY = env("GPUPLATFORM_ENCRYPTION_KEY")
 # Policies (issue #12): the Ed25519 private key (PEM) signing bundles for node agents. Required in secure
 # mode; otherwise derived from SECRET_KEY (policies/signing.py).

@@ -175,5 +175,6 @@ urlpatterns = [
     path("<slug:section>/", ui_views.section_placeholder, name="section"),
 ]
 
+handler400 = "gpuplatform.ui.errors.bad_request"
 handler404 = "gpuplatform.ui.errors.not_found"
 handler500 = "gpuplatform.ui.errors.server_error"

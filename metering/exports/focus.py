@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from metering.chargeback.money import minor_unit
 from metering.exports.formats import table_chunks
-from metering.exports.rows import ExportLine, money_text, number_text, utc_text
+from metering.exports.rows import ExportLine, money_text, number_text, sheet_text, utc_text
 
 __all__ = ["FOCUS_COLUMNS", "FocusContext", "focus_chunks", "focus_record"]
 
@@ -124,11 +124,12 @@ def focus_record(line: ExportLine, ctx: FocusContext) -> list[str]:
     consumed = line.used_ge_hours if line.basis == "utilisation" and line.used_ge_hours is not None else None
     sku = line.gpu_model + (f"/{line.flavor}" if line.flavor else "")
     tenant = bool(line.tenant_id)
+    text = sheet_text  # every field that holds text someone typed (focus_sql neutralises the same ones)
     return [
         cost,
         ctx.billing_account_id,
         ctx.billing_account_name,
-        line.currency,
+        text(line.currency),
         utc_text(line.period_end),
         utc_text(line.period_start),
         "Usage",
@@ -151,29 +152,29 @@ def focus_record(line: ExportLine, ctx: FocusContext) -> list[str]:
         number_text(line.unit_price),
         number_text(line.unit_price),
         "Standard",
-        line.pool,
-        line.pool,
+        text(line.pool),
+        text(line.pool),
         "GPU node pool",
-        sku,
+        text(sku),
         "GPU-Hours " + (line.basis or "allocation"),
-        line.rate_card,
+        text(line.rate_card),
         line.tenant_id if tenant else "",
-        line.tenant_path if tenant else "",
+        text(line.tenant_path) if tenant else "",
         "Tenant" if tenant else "",
         "Usage-Based",
         "Containers",
-        line.tenant_path,
-        line.cost_centre,
-        line.flavor,
-        line.gpu_model,
-        line.basis,
+        text(line.tenant_path),
+        text(line.cost_centre),
+        text(line.flavor),
+        text(line.gpu_model),
+        text(line.basis),
         _attribution(line),
-        line.kind,
+        text(line.kind),
         str(line.line_no),
         number_text(line.ge_hours),
         number_text(line.used_ge_hours),
         number_text(line.amount_exact),
-        line.adjusts,
+        text(line.adjusts),
     ]
 
 

@@ -36,7 +36,7 @@ from django.db.models import QuerySet
 from metering.chargeback.money import minor_unit
 from metering.exports.focus import FOCUS_COLUMNS, UNIT, FocusContext, focus_chunks
 from metering.exports.lines import _slug_path, export_lines
-from metering.exports.rows import utc_text
+from metering.exports.rows import FORMULA_STARTS, utc_text
 from metering.models import BillingPeriod, ReportLine
 from tenants.models import Tenant
 
@@ -77,13 +77,23 @@ _WHAT = (
     " || CASE WHEN s.flavor_name <> '' THEN ' (' || s.flavor_name || ')' ELSE '' END"
 )
 _TENANT = "s.tenant_id IS NOT NULL"
-_PATH = "NULLIF(%(paths)s::jsonb ->> s.tenant_path, '')"
+_FORMULA_STARTS = ", ".join(f"%(formula{i})s" for i in range(len(FORMULA_STARTS)))
+
+
+def _text(expression: str) -> str:
+    """rows.sheet_text in SQL: a leading quote before text that starts like a formula, the starts
+    bound from FORMULA_STARTS (one list for both paths). NULL stays NULL."""
+    quoted = "'''' || " + expression
+    return f"CASE WHEN left({expression}, 1) IN ({_FORMULA_STARTS}) THEN {quoted} ELSE {expression} END"
+
+
+_PATH = _text("NULLIF(%(paths)s::jsonb ->> s.tenant_path, '')")
 _ADJUSTED = "s.kind = 'adjustment' AND s.adjusts <> '' AND %(bounds)s::jsonb ? s.adjusts"
 _EXPRESSIONS = {
     "BilledCost": _COST,
     "BillingAccountId": "NULLIF(%(account_id)s, '')",
     "BillingAccountName": "NULLIF(%(account_name)s, '')",
-    "BillingCurrency": "NULLIF(s.currency, '')",
+    "BillingCurrency": _text("NULLIF(s.currency, '')"),
     "BillingPeriodEnd": "%(period_end)s",
     "BillingPeriodStart": "%(period_start)s",
     "ChargeCategory": "'Usage'",
@@ -113,31 +123,33 @@ _EXPRESSIONS = {
     "ContractedUnitPrice": "s.unit_price::text",
     "ListUnitPrice": "s.unit_price::text",
     "PricingCategory": "'Standard'",
-    "ResourceId": "NULLIF(s.pool_name, '')",
-    "ResourceName": "NULLIF(s.pool_name, '')",
+    "ResourceId": _text("NULLIF(s.pool_name, '')"),
+    "ResourceName": _text("NULLIF(s.pool_name, '')"),
     "ResourceType": "'GPU node pool'",
-    "SkuId": "NULLIF(s.gpu_model || CASE WHEN s.flavor_name <> '' THEN '/' || s.flavor_name ELSE '' END, '')",
+    "SkuId": _text(
+        "NULLIF(s.gpu_model || CASE WHEN s.flavor_name <> '' THEN '/' || s.flavor_name ELSE '' END, '')"
+    ),
     "SkuMeter": "'GPU-Hours ' || CASE WHEN s.basis <> '' THEN s.basis ELSE 'allocation' END",
-    "SkuPriceId": "NULLIF(s.rate_card_ref, '')",
+    "SkuPriceId": _text("NULLIF(s.rate_card_ref, '')"),
     "SubAccountId": "s.tenant_id::text",
     "SubAccountName": f"CASE WHEN {_TENANT} THEN {_PATH} END",
     "SubAccountType": f"CASE WHEN {_TENANT} THEN 'Tenant' END",
     "ChargeFrequency": "'Usage-Based'",
     "ServiceSubcategory": "'Containers'",
     "x_TenantPath": _PATH,
-    "x_CostCentre": "NULLIF(s.cost_centre, '')",
-    "x_Flavor": "NULLIF(s.flavor_name, '')",
-    "x_GpuModel": "NULLIF(s.gpu_model, '')",
-    "x_Basis": "NULLIF(s.basis, '')",
+    "x_CostCentre": _text("NULLIF(s.cost_centre, '')"),
+    "x_Flavor": _text("NULLIF(s.flavor_name, '')"),
+    "x_GpuModel": _text("NULLIF(s.gpu_model, '')"),
+    "x_Basis": _text("NULLIF(s.basis, '')"),
     "x_Attribution": f"""CASE WHEN s.kind = 'idle' THEN 'idle'
         WHEN s.kind = 'idle_share' THEN 'idle_distributed'
         WHEN {_TENANT} THEN 'tenant' ELSE 'unassigned' END""",
-    "x_LineKind": "NULLIF(s.kind, '')",
+    "x_LineKind": _text("NULLIF(s.kind, '')"),
     "x_LineNumber": "s.line_no::text",
     "x_GeHoursAllocated": "s.ge_hours::text",
     "x_GeHoursUsed": "s.used_ge_hours::text",
     "x_AmountExact": "s.amount_exact::text",
-    "x_Adjusts": "NULLIF(s.adjusts, '')",
+    "x_Adjusts": _text("NULLIF(s.adjusts, '')"),
 }
 assert tuple(_EXPRESSIONS) == FOCUS_COLUMNS, "one expression per FOCUS column, in order"
 
@@ -193,7 +205,7 @@ def copied_focus_chunks(lines: QuerySet[ReportLine, Any], ctx: FocusContext | No
             "provider": context.provider,
             "service": context.service_name,
             "unit": UNIT,
-        }
+        } | {f"formula{i}": start for i, start in enumerate(FORMULA_STARTS)}
         # One branch per currency seen, its minor unit written into the SQL as a number.
         costs = []
         for i, (currency, digits) in enumerate(sorted(places.items())):

@@ -7,10 +7,10 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from metering.chargeback.money import minor_unit
-from metering.exports.rows import ExportLine, efficiency, money_text, number_text, utc_text
+from metering.exports.rows import ExportLine, efficiency, money_text, number_text, sheet_text, utc_text
 
 __all__ = ["CSV_COLUMNS", "csv_chunks", "csv_record", "json_chunks"]
 
@@ -42,21 +42,23 @@ CSV_COLUMNS = (
 )
 
 
-def csv_record(line: ExportLine) -> list[str]:
+def csv_record(line: ExportLine, *, text: Callable[[str], str] = sheet_text) -> list[str]:
+    """The line's fields as CSV text; ``text`` writes the text columns (neutralised for spreadsheets
+    unless the caller is no spreadsheet: the JSON export keeps them as typed)."""
     places = minor_unit(line.currency) if line.currency else 2
     return [
-        line.period,
+        text(line.period),
         str(line.line_no),
-        line.kind,
+        text(line.kind),
         line.tenant_id,
-        line.tenant_slug,
-        line.tenant_path,
-        line.cost_centre,
-        line.pool,
-        line.flavor,
-        line.gpu_model,
-        line.basis,
-        line.currency,
+        text(line.tenant_slug),
+        text(line.tenant_path),
+        text(line.cost_centre),
+        text(line.pool),
+        text(line.flavor),
+        text(line.gpu_model),
+        text(line.basis),
+        text(line.currency),
         number_text(line.unit_price),
         number_text(line.ge_hours),
         number_text(line.used_ge_hours),
@@ -64,8 +66,8 @@ def csv_record(line: ExportLine) -> list[str]:
         number_text(line.card_hours),
         number_text(line.amount_exact),
         money_text(line.amount, places),
-        line.adjusts,
-        line.rate_card,
+        text(line.adjusts),
+        text(line.rate_card),
     ]
 
 
@@ -106,7 +108,7 @@ def csv_chunks(lines: Iterable[ExportLine]) -> Iterator[bytes]:
 
 def json_record(line: ExportLine) -> dict[str, str | int | None]:
     """Decimals as strings (exact), nulls as null."""
-    record = dict(zip(CSV_COLUMNS, csv_record(line), strict=True))
+    record = dict(zip(CSV_COLUMNS, csv_record(line, text=str), strict=True))
     out: dict[str, str | int | None] = {k: (v if v != "" else None) for k, v in record.items()}
     out["line_no"] = line.line_no
     out["period_start"] = utc_text(line.period_start)

@@ -7,7 +7,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-__all__ = ["ExportLine", "efficiency", "money_text", "number_text", "utc_text"]
+__all__ = [
+    "FORMULA_STARTS",
+    "ExportLine",
+    "efficiency",
+    "money_text",
+    "number_text",
+    "sheet_text",
+    "utc_text",
+]
+
+# A spreadsheet program reads a cell starting with one of these as a formula (OWASP: CSV injection):
+# `=HYPERLINK(...)` in a cost centre would become a live link, or worse, in finance's files.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +57,13 @@ def utc_text(at: datetime) -> str:
     if offset is None:
         raise ValueError("naive datetime in an export")
     return (at - offset).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sheet_text(value: str) -> str:
+    """A text cell of an export as a spreadsheet must read it: one that starts like a formula gets a
+    leading single quote (OWASP's rule), so Excel, LibreOffice and Sheets show text. For text columns
+    only: numbers are written by number_text and money_text and must stay numbers (a credit is -12.34)."""
+    return "'" + value if value.startswith(FORMULA_STARTS) else value
 
 
 def number_text(value: Decimal | None) -> str:

@@ -21,7 +21,7 @@ from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 
 from metering.chargeback.money import minor_unit
 from metering.exports.formats import CSV_COLUMNS
-from metering.exports.rows import ExportLine, efficiency
+from metering.exports.rows import ExportLine, efficiency, sheet_text
 
 __all__ = ["write_xlsx"]
 
@@ -45,9 +45,19 @@ def _cell(sheet: WriteOnlyWorksheet, value: Any, number_format: str | None = Non
     return cell
 
 
+def _text(sheet: WriteOnlyWorksheet, value: str | None) -> Any:
+    """A text cell: neutralised as in the CSV (rows.sheet_text) and typed as a string, so openpyxl
+    never writes it as a formula, whatever it starts with."""
+    if not value:
+        return None
+    cell = WriteOnlyCell(sheet, value=sheet_text(value))
+    cell.data_type = "s"
+    return cell
+
+
 def _summary(sheet: WriteOnlyWorksheet, meta: dict[str, str], summary: dict[str, Any]) -> None:
     for key, value in meta.items():
-        sheet.append([_cell(sheet, key, bold=True), value])
+        sheet.append([_cell(sheet, key, bold=True), _text(sheet, value)])
     sheet.append([])
     sheet.append([_cell(sheet, "Reconciliation per pool: charged + idle = cards x hours x price", bold=True)])
     heads = ["pool", "currency", "card_hours", "charged_card_hours", "idle_card_hours", "physical_exact",
@@ -57,8 +67,8 @@ def _summary(sheet: WriteOnlyWorksheet, meta: dict[str, str], summary: dict[str,
         money = _money_format(r["currency"])
         sheet.append(
             [
-                r["pool"],
-                r["currency"],
+                _text(sheet, r["pool"]),
+                _text(sheet, r["currency"]),
                 _cell(sheet, Decimal(r["card_hours"]), QTY_FORMAT),
                 _cell(sheet, Decimal(r["charged_card_hours"]), QTY_FORMAT),
                 _cell(sheet, Decimal(r["idle_card_hours"]), QTY_FORMAT),
@@ -76,9 +86,9 @@ def _summary(sheet: WriteOnlyWorksheet, meta: dict[str, str], summary: dict[str,
     for r in summary.get("rollups", []):
         sheet.append(
             [
-                r["tenant"],
-                r["tenant_path"],
-                r["currency"],
+                _text(sheet, r["tenant"]),
+                _text(sheet, r["tenant_path"]),
+                _text(sheet, r["currency"]),
                 _cell(sheet, Decimal(r["ge_hours"]), QTY_FORMAT),
                 _cell(sheet, Decimal(r["card_hours"]), QTY_FORMAT),
                 _cell(sheet, Decimal(r["amount"]), _money_format(r["currency"])),
@@ -94,18 +104,18 @@ def _summary(sheet: WriteOnlyWorksheet, meta: dict[str, str], summary: dict[str,
 def _line_row(sheet: WriteOnlyWorksheet, line: ExportLine) -> list[Any]:
     money = _money_format(line.currency)
     return [
-        line.period,
+        _text(sheet, line.period),
         line.line_no,
-        line.kind,
+        _text(sheet, line.kind),
         line.tenant_id or None,
-        line.tenant_slug or None,
-        line.tenant_path or None,
-        line.cost_centre or None,
-        line.pool,
-        line.flavor or None,
-        line.gpu_model,
-        line.basis or None,
-        line.currency or None,
+        _text(sheet, line.tenant_slug),
+        _text(sheet, line.tenant_path),
+        _text(sheet, line.cost_centre),
+        _text(sheet, line.pool),
+        _text(sheet, line.flavor),
+        _text(sheet, line.gpu_model),
+        _text(sheet, line.basis),
+        _text(sheet, line.currency),
         _cell(sheet, line.unit_price, PRICE_FORMAT),
         _cell(sheet, line.ge_hours, QTY_FORMAT),
         _cell(sheet, line.used_ge_hours, QTY_FORMAT),
@@ -113,8 +123,8 @@ def _line_row(sheet: WriteOnlyWorksheet, line: ExportLine) -> list[Any]:
         _cell(sheet, line.card_hours, QTY_FORMAT),
         _cell(sheet, line.amount_exact, "#,##0.000000000000"),
         _cell(sheet, line.amount, money),
-        line.adjusts or None,
-        line.rate_card or None,
+        _text(sheet, line.adjusts),
+        _text(sheet, line.rate_card),
     ]
 
 

@@ -63,7 +63,8 @@ def create_slo(
         raise ValidationFailed(
             "The objective is a number.", code="slo.objective_invalid", field="objective"
         ) from exc
-    if not Decimal(0) < target < Decimal(1):
+    # NaN would raise on the comparison below (a 500): not finite is as invalid as out of range.
+    if not target.is_finite() or not Decimal(0) < target < Decimal(1):
         raise ValidationFailed(
             "The objective is a fraction strictly between 0 and 1 (0.99 for 99%).",
             code="slo.objective_invalid",

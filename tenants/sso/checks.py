@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import Error, Tags, register
 
 from gpuplatform.outbound.configured import user_url_policy
 from gpuplatform.outbound.policy import OutboundRefused, vet_url
@@ -60,3 +60,19 @@ def check_single_sign_on_addresses(app_configs: Any = None, **kwargs: Any) -> li
         except OutboundRefused as refused:
             errors.append(Error(f"{name}: {refused.message} (OUTBOUND_ALLOWED_NETWORKS)", id="sso.E006"))
     return errors
+
+
+@register(Tags.security, deploy=True)
+def check_single_sign_on_verifies_tls(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """Deploy only (a test provider with a self-signed certificate is fine on a laptop): with TLS
+    verification off, whoever sits between the server and the provider answers the token and user
+    info requests, and so signs anyone in as anyone."""
+    if settings.OIDC_ENABLED and not settings.OIDC_VERIFY_SSL:
+        return [
+            Error(
+                "OIDC_VERIFY_SSL=0: the identity provider's certificate is not checked",
+                hint="Trust the provider's CA instead (REQUESTS_CA_BUNDLE) and set OIDC_VERIFY_SSL=1.",
+                id="sso.E007",
+            )
+        ]
+    return []

@@ -230,7 +230,8 @@ def test_a_job_another_worker_holds_is_left_alone_and_a_lost_one_is_taken_up(clo
 def test_postgresqls_copy_writes_the_bytes_the_python_formatter_writes(closed, cast):
     """The FOCUS file comes from PostgreSQL's COPY on PostgreSQL and from Python on SQLite (the
     demo): both must give the same bytes, here on awkward lines (quotes, commas, line breaks, empty
-    texts, half-cent ties rounded half-even, a currency without cents, an adjustment)."""
+    texts, texts that start like formulas, half-cent ties rounded half-even, a currency without
+    cents, an adjustment)."""
     from gpuplatform.api.viewsets import scoped
     from metering.exports.focus import focus_chunks
     from metering.exports.focus_sql import copied_focus_chunks
@@ -245,7 +246,12 @@ def test_postgresqls_copy_writes_the_bytes_the_python_formatter_writes(closed, c
     for n, (currency, amount, kind, extra) in enumerate(
         [
             ("USD", D("0.0050"), "charge", odd),  # tie: half-even 0.00 (round() would say 0.01)
-            ("USD", D("0.0150"), "charge", {}),  # tie: 0.02
+            (
+                "USD",
+                D("0.0150"),
+                "charge",
+                {"cost_centre": "=SUM(1)", "flavor_name": "-x", "gpu_model": "\tA"},
+            ),  # tie: 0.02; formulas
             ("USD", D("-0.0050"), "adjustment", {"adjusts": "2025-03"}),  # -0.00 is written 0.00
             ("JPY", D("1234.5000"), "idle", {"tenant_path": ""}),  # no cents, tie: 1234
             ("BHD", D("1.2345"), "idle_share", {"adjusts": "1999-01"}),  # three places: 1.234
