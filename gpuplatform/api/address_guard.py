@@ -27,6 +27,30 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(count), PERIODS[period[:1]]
 
 
+def _window_key(scope: str, ident: str, period: int) -> str:
+    return f"{scope}:{ident}:{int(time.time()) // period}"
+
+
+def wait_if_over(*, scope: str, ident: str, rate: str) -> int | None:
+    """Seconds until the window ends when ``ident`` has used up ``rate`` in it, else None."""
+    limit, period = parse_rate(rate)
+    if cache.get(_window_key(scope, ident, period), 0) >= limit:
+        return period - int(time.time()) % period
+    return None
+
+
+def count_in_window(*, scope: str, ident: str, rate: str) -> None:
+    """One more against ``ident`` in the current window of ``rate`` (fixed windows, in the cache)."""
+    _, period = parse_rate(rate)
+    key = _window_key(scope, ident, period)
+    if cache.add(key, 1, timeout=period + 1):
+        return
+    try:
+        cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=period + 1)
+
+
 class AddressGuardMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -34,12 +58,10 @@ class AddressGuardMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if not request.path.startswith("/api/"):
             return self.get_response(request)
-        limit, period = parse_rate(settings.API_ANON_THROTTLE_RATE)
-        window = int(time.time()) // period
-        key = f"address-guard:{client_address(request)}:{window}"
-        failures = cache.get(key, 0)
-        if failures >= limit:
-            retry_after = period - int(time.time()) % period
+        address = client_address(request)
+        rate = settings.API_ANON_THROTTLE_RATE
+        retry_after = wait_if_over(scope="address-guard", ident=address, rate=rate)
+        if retry_after is not None:
             return plain_problem_response(
                 status_code=429,
                 code="rate_limited",
@@ -50,10 +72,5 @@ class AddressGuardMiddleware:
             )
         response = self.get_response(request)
         if response.status_code == 401:
-            if cache.add(key, 1, timeout=period + 1):
-                return response
-            try:
-                cache.incr(key)
-            except ValueError:  # expired between add and incr
-                cache.add(key, 1, timeout=period + 1)
+            count_in_window(scope="address-guard", ident=address, rate=rate)
         return response
