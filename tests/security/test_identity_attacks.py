@@ -18,7 +18,11 @@ from rest_framework.test import APIClient
 
 from gpuplatform.accounts.models import User
 from gpuplatform.audit.models import AuditEvent
+from quotas.models import Flavor, Queue
+from tenants.services import add_membership
 from tests.deploy.chart import named, render
+from tests.helpers import assert_problem
+from tests.quotas.conftest import GPU, make_catalog
 
 pytestmark = pytest.mark.django_db
 
@@ -158,3 +162,71 @@ def test_an_address_guessing_many_usernames_is_slowed_and_no_other_address_is(ca
     assert codes[:10] == [200] * 10 and set(codes[10:]) == {429}
     assert log_in(guesser, "carol", PASSWORD).status_code == 429
     assert log_in(Client(REMOTE_ADDR=fresh_address()), "carol", PASSWORD).status_code == 302
+
+
+# --- finding 8: approval through a child tenant -------------------------------------------------------------
+
+URL = "/api/v1/capacity-requests/"
+
+
+def make_vision_sec(cast, api, *, erin_role: str) -> User:
+    """What alice, tenant-admin of vision, may do alone: a child tenant with 8 of vision's 10 H100s
+    and erin in it. The approval threshold of h100 is 6."""
+    catalog = make_catalog(cast, vision=10)
+    Flavor.objects.filter(pk=catalog.flavor.pk).update(approval_above=6)
+    created = api(cast.alice).post(
+        "/api/v1/tenants/",
+        {"slug": "vision-sec", "display_name": "Vision Sec", "parent_id": str(cast.vision.pk)},
+        format="json",
+    )
+    assert created.status_code == 201, created.json()
+    sec_id = created.json()["id"]
+    Queue.objects.create(tenant_id=sec_id, name="default")
+    quota = {"tenant": sec_id, "flavor": str(catalog.flavor.pk), "resource": GPU, "nominal": 8}
+    assert api(cast.alice).post("/api/v1/quotas/", quota, format="json").status_code == 201
+    erin = User.objects.create_user(username="erin", password="pw-erin")
+    add_membership(actor=cast.alice, tenant_id=sec_id, username="erin", role=erin_role)
+    return erin
+
+
+@pytest.fixture
+def vision_sec_with_erin(cast, api) -> User:
+    return make_vision_sec(cast, api, erin_role="member")
+
+
+def erin_asks_seven_h100(api, erin) -> dict:
+    response = api(erin).post(URL, {"tenant": "vision-sec", "flavor": "h100", "amount": 7}, format="json")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert (body["state"], body["reason_code"]) == ("pending", "awaiting_approval")
+    return body
+
+
+def test_a_tenant_admin_cannot_approve_a_request_from_a_child_she_created_for_it(
+    cast, api, vision_sec_with_erin
+):
+    asked = erin_asks_seven_h100(api, vision_sec_with_erin)
+
+    answer = api(cast.alice).post(f"{URL}{asked['id']}/approve/", {}, format="json")
+
+    assert_problem(answer, 403, "approver_not_above")
+    assert not AuditEvent.objects.filter(action="capacity_request.approved").exists()
+
+
+def test_an_admin_above_the_tenant_whose_threshold_is_crossed_approves_it(cast, api, vision_sec_with_erin):
+    asked = erin_asks_seven_h100(api, vision_sec_with_erin)
+
+    answer = api(cast.rita).post(f"{URL}{asked['id']}/approve/", {}, format="json")
+
+    assert answer.status_code == 200 and answer.json()["approval"] == "approved"
+
+
+def test_a_tenant_admin_appointed_below_by_alice_does_not_make_alice_an_approver(cast, api):
+    # alice makes erin tenant-admin of the child she made: erin's authority is alice's creation
+    erin = make_vision_sec(cast, api, erin_role="tenant-admin")
+    asked = erin_asks_seven_h100(api, erin)
+
+    answer = api(cast.alice).post(f"{URL}{asked['id']}/approve/", {}, format="json")
+
+    assert_problem(answer, 403, "approver_not_above")
+    assert api(cast.rita).post(f"{URL}{asked['id']}/approve/", {}, format="json").status_code == 200
