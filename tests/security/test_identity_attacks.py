@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import secrets
 import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -21,8 +23,11 @@ from gpuplatform.audit.models import AuditEvent
 from quotas.models import Flavor, Queue
 from tenants.services import add_membership
 from tests.deploy.chart import named, render
+from tests.deploy.environment import container_env, made_secrets
+from tests.deploy.test_image import ENTRYPOINT, _base_env, _free_port, _get
 from tests.helpers import assert_problem
 from tests.quotas.conftest import GPU, make_catalog
+from tests.worker.conftest import database_url
 
 pytestmark = pytest.mark.django_db
 
@@ -111,6 +116,50 @@ def entrypoint_command(**env: str) -> str:
 def test_gunicorn_believes_forwarded_headers_only_from_the_trusted_proxies():
     assert "--forwarded-allow-ips 127.0.0.1 " in entrypoint_command()
     assert "--forwarded-allow-ips 10.0.0.0/24 " in entrypoint_command(TRUSTED_PROXIES="10.0.0.0/24")
+
+
+def test_forged_forwarded_addresses_do_not_escape_the_limit_under_the_charts_gunicorn():
+    # the web role as the chart runs it (its command and environment), one worker
+    objects = render()
+    container = named(objects, "Deployment", "gpuplatform-web")["spec"]["template"]["spec"]["containers"][0]
+    env = container_env(objects, container, made_secrets(database_url(), os.environ["REDIS_URL"]))
+    port = _free_port()
+    server = subprocess.Popen(
+        ["sh", str(ENTRYPOINT), *container["args"]],
+        cwd=ROOT,
+        env={
+            **_base_env(),
+            **env,
+            "PORT": str(port),
+            "WEB_WORKERS": "1",
+            "API_ANON_THROTTLE_RATE": "20/minute",
+            "CACHE_KEY_PREFIX": f"xff-{secrets.token_hex(4)}",  # no other test's 401s from 127.0.0.1
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert _get(port, "/readyz", host="10.42.0.17:8000", within=60).status == 200
+        codes = []
+        for n in range(30):
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/api/v1/me/",
+                headers={
+                    "Host": "gpu.example.com",
+                    "X-Forwarded-Proto": "https",
+                    "X-Forwarded-For": f"198.18.0.{n + 1}",
+                    "Authorization": "Bearer gpp_abcdef123456_" + "x" * 43,
+                },
+            )
+            try:
+                codes.append(urllib.request.urlopen(request, timeout=10).status)
+            except urllib.error.HTTPError as exc:
+                codes.append(exc.code)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    assert codes[:20] == [401] * 20 and set(codes[20:]) == {429}
 
 
 def test_the_chart_names_the_ingress_as_the_only_trusted_proxy():
