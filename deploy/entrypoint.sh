@@ -23,7 +23,7 @@ case "$role" in
       --bind "0.0.0.0:${PORT:-8000}" \
       --workers "${WEB_WORKERS:-3}" --threads "${WEB_THREADS:-8}" \
       --timeout "${WEB_TIMEOUT:-90}" --graceful-timeout 30 \
-      --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-*}" \
+      --forwarded-allow-ips "${FORWARDED_ALLOW_IPS:-${TRUSTED_PROXIES:-127.0.0.1}}" \
       --access-logfile - "$@" ;;
   poll)
     # The agents' long poll (GET /api/v1/agents/bundle/, the ingress sends it here): an async server,

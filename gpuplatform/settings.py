@@ -105,6 +105,9 @@ if not SECRET_KEY:
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+# Proxies (CIDRs) whose X-Forwarded-For is believed; empty: nobody's, the connecting address is the
+# client. One reading (gpuplatform/api/addresses.py) for throttles, the login lockout and the audit log.
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -148,6 +151,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
+    "gpuplatform.accounts.login_rate.LoginRateMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into its 429 answer.
     "axes.middleware.AxesMiddleware",
 ]
@@ -186,11 +190,16 @@ AUTHENTICATION_BACKENDS = [
     *(["django.contrib.auth.backends.ModelBackend"] if LOCAL_LOGIN_ENABLED else []),
     *(["tenants.sso.backend.GroupMappingBackend"] if OIDC_ENABLED else []),
 ]
-# Logins: locked after LOGIN_FAILURE_LIMIT failures per address and, separately, per username, for
-# LOGIN_COOLOFF_MINUTES; a success resets the count.
+# Logins: locked after LOGIN_FAILURE_LIMIT failures of one username from one address, for
+# LOGIN_COOLOFF_MINUTES; a success resets the count. Never per username alone (anyone could lock
+# anyone out) nor per address alone (everyone behind one NAT would share the lock): an address that
+# fails more than LOGIN_ADDRESS_FAILURE_RATE, whatever the usernames, is only slowed for the rest of
+# that window (gpuplatform/accounts/login_rate.py).
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15))
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "gpuplatform.api.addresses.client_address"
+LOGIN_ADDRESS_FAILURE_RATE = env("LOGIN_ADDRESS_FAILURE_RATE", "20/minute")
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False

@@ -212,7 +212,14 @@ class Agent:
                 self.server.credential = None
                 self.state.forget_credential()
                 self.backoff()
-            except (Unavailable, Rejected) as exc:
+            except Rejected as exc:
+                if exc.code in {"agent_already_registered", "agent_revoked"}:
+                    # Waits for a platform-admin: POST /api/v1/agents/<id>/reset/ (docs/agents.md).
+                    log.error("registration refused (%s): a platform-admin must reset this node's agent", exc)
+                else:
+                    log.warning("control plane: %s", exc)
+                self.backoff()
+            except Unavailable as exc:
                 log.warning("control plane: %s", exc)
                 self.backoff()
         return 0

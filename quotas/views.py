@@ -20,8 +20,8 @@ from quotas.forms import RequestCapacityForm
 from quotas.models import Budget, CapacityRequest, Flavor, Queue, Quota
 from quotas.models.requests import ApprovalState, RequestState
 from quotas.selectors import preemption_words, with_flavor_chains
+from quotas.services import approval_authority
 from quotas.services import requests as request_services
-from tenants import scoping
 from tenants.models import Tenant
 
 
@@ -40,14 +40,13 @@ def queue(request: HttpRequest) -> HttpResponse:
         approval=ApprovalState.AWAITING,
         tenant__in=Tenant.objects.manageable_by(user).values("pk"),
     ).order_by("created_at")
-    # Approving needs distance (an admin above the tenant, not the requester); refusing does not.
+    # Approving needs distance (an admin above the governing tenant, not the requester); refusing
+    # does not.
+    inbox_list = list(inbox)
+    governing = approval_authority.governing_paths(inbox_list)
     inbox_rows = [
-        {
-            "request": row,
-            "can_approve": row.created_by_id != user.pk
-            and scoping.can_manage_strictly_below(user, row.tenant),
-        }
-        for row in inbox
+        {"request": row, "can_approve": approval_authority.may_approve(user, row, governing[row.pk])}
+        for row in inbox_list
     ]
     recent = visible.exclude(state=RequestState.PENDING).order_by("-updated_at")[:20]
     # Shown, empty or not, to whoever may decide something; not to members, who never can.

@@ -150,6 +150,7 @@ def create_tenant(
             cost_centre=cost_centre,
             namespace_prefix=namespace_prefix,
             state=state,
+            created_by_tenant_admin=not actor.is_platform_admin,
         )
         try:
             with transaction.atomic():

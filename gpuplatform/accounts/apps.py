@@ -7,4 +7,4 @@ class AccountsConfig(AppConfig):
     verbose_name = "Accounts and API tokens"
 
     def ready(self) -> None:
-        from gpuplatform.accounts import signals  # noqa: F401  (connects the login audit receivers)
+        from gpuplatform.accounts import login_rate, signals  # noqa: F401  (connect their receivers)

@@ -35,29 +35,38 @@ REFUSED = {
 }
 
 
-def _window() -> tuple[str, int, int]:
-    limit, period = parse_rate(settings.API_ANON_THROTTLE_RATE)
-    return str(int(time.time()) // period), limit, period
+def _window_key(scope: str, ident: str, period: int) -> str:
+    return f"{scope}:{ident}:{int(time.time()) // period}"
 
 
-def refused_for(address: str) -> int | None:
-    """Seconds until ``address`` may call again, or None when it may call now."""
-    window, limit, period = _window()
-    if cache.get(f"address-guard:{address}:{window}", 0) < limit:
-        return None
-    return period - int(time.time()) % period
+def wait_if_over(*, scope: str, ident: str, rate: str) -> int | None:
+    """Seconds until the window ends when ``ident`` has used up ``rate`` in it, else None."""
+    limit, period = parse_rate(rate)
+    if cache.get(_window_key(scope, ident, period), 0) >= limit:
+        return period - int(time.time()) % period
+    return None
 
 
-def count_failure(address: str) -> None:
-    """One more answer of 401 to ``address`` in the current window."""
-    window, _, period = _window()
-    key = f"address-guard:{address}:{window}"
+def count_in_window(*, scope: str, ident: str, rate: str) -> None:
+    """One more against ``ident`` in the current window of ``rate`` (fixed windows, in the cache)."""
+    _, period = parse_rate(rate)
+    key = _window_key(scope, ident, period)
     if cache.add(key, 1, timeout=period + 1):
         return
     try:
         cache.incr(key)
     except ValueError:  # expired between add and incr
         cache.add(key, 1, timeout=period + 1)
+
+
+def refused_for(address: str) -> int | None:
+    """Seconds until ``address`` may call the API again, or None when it may call now."""
+    return wait_if_over(scope="address-guard", ident=address, rate=settings.API_ANON_THROTTLE_RATE)
+
+
+def count_failure(address: str) -> None:
+    """One more answer of 401 to ``address`` in the current window."""
+    count_in_window(scope="address-guard", ident=address, rate=settings.API_ANON_THROTTLE_RATE)
 
 
 class AddressGuardMiddleware:

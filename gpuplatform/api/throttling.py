@@ -9,10 +9,15 @@ from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
 from gpuplatform.accounts.models import ApiToken
+from gpuplatform.api.addresses import client_address
 
 
 class TokenRateThrottle(SimpleRateThrottle):
     scope = "token"
+
+    def get_ident(self, request: Request) -> str:
+        # DRF's own reading believes any X-Forwarded-For when NUM_PROXIES is unset.
+        return client_address(request)
 
     def get_cache_key(self, request: Request, view: Any) -> str | None:
         if isinstance(request.auth, ApiToken):

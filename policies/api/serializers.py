@@ -45,6 +45,7 @@ class NodeAgentSerializer(serializers.ModelSerializer[NodeAgent]):
             "rotated_at",
             "rotations",
             "revoked_at",
+            "released_at",
             "last_seen_at",
             "agent_version",
         ]

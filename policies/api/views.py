@@ -1,4 +1,4 @@
-"""Platform-admin routes: bootstrap tokens, agents (list, revoke) and rollouts (start, progress)."""
+"""Platform-admin routes: bootstrap tokens, agents (list, revoke, reset) and rollouts (start, progress)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ class NodeAgentFilter(FilterSet):
 
 
 class NodeAgentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
-    """Registered agents, one live per node; platform-admins revoke them."""
+    """Registered agents, one live per node; platform-admins revoke them, and reset a node so that a
+    new agent may register."""
 
     queryset = NodeAgent.objects.select_related("cluster", "node")
     serializer_class = NodeAgentSerializer
@@ -66,6 +67,14 @@ class NodeAgentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedV
     def revoke(self, request: Request, pk: str) -> Response:
         agent = self.get_object()
         agent = agent_services.revoke_agent(actor=self.actor, agent_id=agent.pk)
+        return Response(self.get_serializer(agent).data)
+
+    @extend_schema(request=None, responses=NodeAgentSerializer)
+    @action(detail=True, methods=["post"])
+    def reset(self, request: Request, pk: str) -> Response:
+        """Revoke the node's agents and let one new agent register with a bootstrap token."""
+        agent = self.get_object()
+        agent = agent_services.reset_agent(actor=self.actor, agent_id=agent.pk)
         return Response(self.get_serializer(agent).data)
 
 

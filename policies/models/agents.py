@@ -43,8 +43,9 @@ class AgentBootstrapToken(models.Model):
 
 
 class NodeAgent(models.Model):
-    """One registration of an agent on a node. Registering again revokes the node's earlier agents,
-    so a node has at most one live credential."""
+    """One registration of an agent on a node. A bootstrap token registers a node only while every
+    agent it had is released (``released_at``: a platform-admin reset the node), so a node has at most
+    one live credential and a revoked one is not replaced behind the admin's back."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="+")
@@ -58,6 +59,7 @@ class NodeAgent(models.Model):
     rotated_at = models.DateTimeField(null=True, blank=True)
     rotations = models.PositiveIntegerField(default=0)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    released_at = models.DateTimeField(null=True, blank=True)
     last_seen_at = models.DateTimeField(null=True, blank=True)
     agent_version = models.CharField(max_length=64, blank=True)
 

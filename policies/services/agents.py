@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from gpuplatform.accounts.models import User
 from gpuplatform.audit.services import record_attempt, record_event, snapshot
-from gpuplatform.errors import DomainError, Forbidden, NotFound, ValidationFailed
+from gpuplatform.errors import Conflict, DomainError, Forbidden, NotFound, ValidationFailed
 from inventory.models import Cluster, Node
 from policies.models import AgentBootstrapToken, NodeAgent, NodePolicyState
 
@@ -108,9 +108,10 @@ def revoke_bootstrap_token(*, actor: User, token_id: uuid.UUID) -> AgentBootstra
 
 
 def register_agent(*, cluster_name: str, node_name: str, bootstrap_token: str, version: str = "") -> Issued:
-    """Exchange a bootstrap token for a node credential. Locks the token row (its use counter) and
-    revokes the node's earlier agents, so one credential per node is live. Audited; a refusal is
-    recorded as an attempt and answers 401 without saying which part was wrong."""
+    """Exchange a bootstrap token for a node credential, for a node with no agent or one a
+    platform-admin reset (``reset_agent``): a token held by anyone in the cluster must not evict a
+    live agent nor bring back a revoked one. Locks the token row (its use counter) and the node row
+    (two first registrations racing). Audited; a refusal is recorded as an attempt."""
     now = timezone.now()
     try:
         return _register(cluster_name, node_name, bootstrap_token, version, now)
@@ -127,10 +128,37 @@ def register_agent(*, cluster_name: str, node_name: str, bootstrap_token: str, v
         raise AgentUnauthorized(
             "The bootstrap token is not valid for that cluster and node.", code="bootstrap_refused"
         ) from None
+    except _Taken as taken:
+        record_attempt(
+            actor=None,
+            action="agent.registration_refused",
+            object_type="policies.nodeagent",
+            object_id=str(taken.agent.pk),
+            object_repr=f"{cluster_name}/{node_name}",
+            detail={"code": taken.code, "agent": str(taken.agent.pk)},
+        )
+        raise Conflict(taken.message, code=taken.code) from None
 
 
 class _Refused(Exception):
     pass
+
+
+class _Taken(Exception):
+    def __init__(self, agent: NodeAgent) -> None:
+        self.agent = agent
+        if agent.revoked_at is None:
+            self.code = "agent_already_registered"
+            self.message = (
+                "This node has a registered agent; a platform-admin resets it "
+                "(POST /api/v1/agents/{id}/reset/) before another may register."
+            )
+        else:
+            self.code = "agent_revoked"
+            self.message = (
+                "This node's agent was revoked; a platform-admin resets it "
+                "(POST /api/v1/agents/{id}/reset/) before an agent may register again."
+            )
 
 
 def _register(cluster_name: str, node_name: str, bootstrap_token: str, version: str, now: datetime) -> Issued:
@@ -143,13 +171,19 @@ def _register(cluster_name: str, node_name: str, bootstrap_token: str, version: 
         )
         node = None
         if token is not None and token.usable(now) and hmac.compare_digest(token.cluster.name, cluster_name):
-            node = Node.objects.filter(cluster=token.cluster, name=node_name, present=True).first()
+            node = (
+                Node.objects.select_for_update()
+                .filter(cluster=token.cluster, name=node_name, present=True)
+                .order_by()
+                .first()
+            )
         if token is None or node is None:
             raise _Refused
-        for earlier in NodeAgent.objects.select_for_update().filter(node=node, revoked_at__isnull=True):
-            earlier.revoked_at = now
-            earlier.save(update_fields=["revoked_at"])
-            record_event(actor=None, action="agent.replaced", obj=earlier, after={"revoked": True})
+        # Live first: it is the one to name when both a live and a revoked agent are unreleased.
+        unreleased = NodeAgent.objects.filter(node=node, released_at__isnull=True)
+        blocking = unreleased.order_by(F("revoked_at").desc(nulls_first=True), "-registered_at").first()
+        if blocking is not None:
+            raise _Taken(blocking)
         secret = _new_secret(CREDENTIAL_PREFIX)
         agent = NodeAgent.objects.create(
             cluster=token.cluster,
@@ -216,4 +250,29 @@ def revoke_agent(*, actor: User, agent_id: uuid.UUID) -> NodeAgent:
             agent.revoked_at = timezone.now()
             agent.save(update_fields=["revoked_at"])
             record_event(actor=actor, action="agent.revoked", obj=agent, after={"revoked": True})
+    return agent
+
+
+def reset_agent(*, actor: User, agent_id: uuid.UUID) -> NodeAgent:
+    """Revoke every agent of this agent's node and release the node, so that one new agent may
+    register with a bootstrap token (a reimaged node, an agent that lost its credential). Locks the
+    node row, as registration does. Idempotent; audited."""
+    _require_platform_admin(actor)
+    now = timezone.now()
+    with transaction.atomic():
+        agent = NodeAgent.objects.filter(pk=agent_id).order_by().first()
+        if agent is None:
+            raise NotFound("No such agent.")
+        Node.objects.select_for_update().filter(pk=agent.node_id).order_by().first()
+        unreleased = NodeAgent.objects.filter(node_id=agent.node_id, released_at__isnull=True)
+        revoked = unreleased.filter(revoked_at__isnull=True).update(revoked_at=now)
+        released = unreleased.update(released_at=now)
+        if released:
+            record_event(
+                actor=actor,
+                action="agent.reset",
+                obj=agent,
+                after={"revoked": revoked, "released": released},
+            )
+    agent.refresh_from_db()
     return agent

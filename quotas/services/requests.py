@@ -26,6 +26,7 @@ from quotas.runner.decide import AdmissionRun, decide_cohort, persist, request_g
 from quotas.runner.inputs import micros, root_id_of, with_fallbacks
 from quotas.runner.locks import lock_cohorts, lock_flavors
 from quotas.scoping import usable_by
+from quotas.services import approval_authority
 from tenants import scoping
 from tenants.models import Tenant, TenantState
 
@@ -173,15 +174,11 @@ def is_suspended(tenant: Tenant) -> bool:
 def with_subtree_claims(
     *, actor: User, tenant: Tenant, flavor: Flavor, wanted: dict[str, int]
 ) -> dict[str, int]:
-    """What the subtree under the actor's authority would then hold of the flavor: what its requests
-    hold now plus this one. An approval threshold applies to that, not to each request alone, so
+    """What the subtree the threshold governs would then hold of the flavor: what its requests hold
+    now plus this one. An approval threshold applies to that, not to each request alone, so
     splitting a request, or spreading it over children one created, needs approval too. The subtree
-    is the highest tenant on the path that the actor administers (the tenant itself for a member)."""
-    top = tenant
-    for path in sorted(scoping.admin_root_paths(actor), key=len):
-        if tenant.path.startswith(path):
-            top = Tenant.objects.filter(path=path).first() or tenant
-            break
+    is ``governing_tenant``'s (quotas/services/approval_authority.py)."""
+    top = approval_authority.governing_tenant(tenant=tenant, requester=actor)
     claimed = dict(wanted)
     held = CapacityRequest.objects.filter(tenant__path__startswith=top.path, flavor=flavor, state__in=HOLDING)
     for amounts in held.values_list("amounts", flat=True):
@@ -447,13 +444,13 @@ def release_request(*, actor: User, request_id: uuid.UUID | str) -> CapacityRequ
 def decide_approval(
     *, actor: User, request_id: uuid.UUID | str, approve: bool, note: str = ""
 ) -> CapacityRequest:
-    """Approve (an admin strictly above the tenant who is not the requester, or a platform-admin) or
-    reject (any admin of the tenant) a request awaiting approval; audited; an approval is decided at
-    once. Locks flavor and cohort."""
+    """Approve (an admin strictly above the governing tenant who is not the requester, or a
+    platform-admin) or reject (any admin of the tenant) a request awaiting approval; audited; an
+    approval is decided at once. Locks flavor and cohort."""
     found = _visible_request(actor, request_id)
-    # Separation of duties for approving: never the requester, never an admin whose authority is only
-    # the requesting tenant itself (alice, admin of vision, approving vision's request); an admin
-    # strictly above the tenant, or a platform-admin. Refusing needs no such distance.
+    # Separation of duties for approving: never the requester, never an admin at or below the tenant
+    # whose threshold governs the request (alice approving vision's request, or that of a child she
+    # made for it); an admin strictly above it, or a platform-admin. Refusing needs no such distance.
     if not scoping.can_manage(actor, found.tenant):
         raise Forbidden(
             "Only a tenant-admin of this tenant (or above) or a platform-admin may decide approvals."
@@ -462,7 +459,8 @@ def decide_approval(
         raise Forbidden(
             "Nobody approves their own request; ask an admin above this tenant.", code="own_request"
         )
-    if approve and not scoping.can_manage_strictly_below(actor, found.tenant):
+    governing = approval_authority.governing_paths([found])[found.pk]
+    if approve and not approval_authority.may_approve(actor, found, governing):
         raise Forbidden(
             "Only a tenant-admin above this tenant or a platform-admin may approve its requests.",
             code="approver_not_above",

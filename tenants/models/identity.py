@@ -50,6 +50,10 @@ class Tenant(models.Model):
         help_text="Set by platform-admins: tenant-admins below may assign namespaces starting with it.",
     )
     state = models.CharField(max_length=16, choices=TenantState.choices, default=TenantState.ACTIVE)
+    # A child a tenant-admin made inside its own subtree, rather than a tenant a platform-admin set up:
+    # its requests are governed, for approval, by the platform-made tenant above it
+    # (quotas/services/requests.py: governing_tenant), so making a child cannot make an approver.
+    created_by_tenant_admin = models.BooleanField(default=False, editable=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 

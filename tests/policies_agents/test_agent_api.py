@@ -147,9 +147,10 @@ def test_a_revoked_agent_is_answered_401(cast, api, fleet):
     assert AuditEvent.objects.filter(action="agent.revoked").count() == 1
 
 
-def test_registering_again_revokes_the_nodes_earlier_credential(cast, api, fleet):
+def test_registering_again_after_a_reset_revokes_the_nodes_earlier_credential(cast, api, fleet):
     token = bootstrap(api, cast, fleet["cluster"])
     first = register(token, "gpu-a")
+    assert api(cast.pat).post(f"/api/v1/agents/{first.agent_id}/reset/").status_code == 200
     register(token, "gpu-a")
     assert (
         first.post(
