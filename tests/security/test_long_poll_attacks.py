@@ -222,7 +222,7 @@ def test_guessing_agent_credentials_at_the_async_poll_is_slowed_like_the_rest_of
     chart, started, tmp_path
 ):
     (credential,) = _agents(1)
-    poller = Role(chart, _poll_deployment(chart), tmp_path / "poll.log", API_ANON_THROTTLE_RATE="5/minute")
+    poller = Role(chart, _poll_deployment(chart), tmp_path / "poll.log", API_ANON_THROTTLE_RATE="5/hour")
     started.append(poller)
     attacker, bystander = _source(), _source()
     answers = [poller.poll(secrets.token_urlsafe(32), wait=1, source=attacker)[0] for _ in range(5)]
