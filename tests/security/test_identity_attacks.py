@@ -172,7 +172,9 @@ def test_the_chart_names_the_ingress_as_the_only_trusted_proxy():
     default = named(render(), "ConfigMap", "gpuplatform")
 
     assert trusted["data"]["TRUSTED_PROXIES"] == "10.244.0.0/16"
-    assert default["data"]["TRUSTED_PROXIES"] == ""
+    # the private ranges by default: the ingress controller's pods are in the pod CIDR, and with no
+    # trusted proxy every client behind the ingress would share its limits
+    assert default["data"]["TRUSTED_PROXIES"] == "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16"
 
 
 # --- finding 7: one client locks everyone out -------------------------------------------------------------
