@@ -56,7 +56,11 @@ def handle(api: Api, req: Request, path: str) -> Response:
     if parts == ["compact"] and method == "POST":
         body = _body(req)
         resource = body.get("resource")
-        if resource is not None and resource not in registry.BY_PLURAL:
+        if (
+            resource is not None
+            and resource not in registry.BY_PLURAL
+            and not any(r.plural == resource for r in api.store.custom_resources())
+        ):
             raise errors.bad_request(f"unknown resource {resource}")
         rv = api.store.compact(resource) if body.get("history", True) else api.store.resource_version
         expired = api.paginator.expire_all() if body.get("continue", True) else 0
@@ -64,7 +68,8 @@ def handle(api: Api, req: Request, path: str) -> Response:
     if parts == ["close-watches"] and method == "POST":
         return json_response({"closed": api.store.close_watches(_body(req).get("resource"))})
     if parts == ["stats"] and method == "GET":
-        counts = {r.plural: api.store.count(r.plural) for r in registry.RESOURCES}
+        resources = [*registry.RESOURCES, *api.store.custom_resources()]
+        counts = {r.plural: api.store.count(r.plural) for r in resources}
         return json_response({"resourceVersion": str(api.store.resource_version), "objects": counts})
     if parts == ["audit"] and method == "GET":
         return json_response({"events": list(api.store.admission.audit_events)})

@@ -6,11 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kubesim import schema
+from kubesim.custom import definitions as crd_definitions
+from kubesim.custom import structural
 from kubesim.registry import ResourceInfo
 
 
 def apply(info: ResourceInfo, obj: dict[str, Any], *, admission: bool = False) -> None:
     """Defaults for `obj`; admission=True also runs the mutating admission plugins (creates only)."""
+    if info.schemas is not None:
+        structural.default(obj, schema.for_kind(info))
+        return
     fn = _DEFAULTERS.get(info.plural)
     if fn is not None:
         fn(obj)
@@ -142,6 +148,30 @@ def _event(obj: dict[str, Any]) -> None:
     obj.setdefault("involvedObject", {})
 
 
+def _job(obj: dict[str, Any]) -> None:
+    # SetDefaults_Job (batch/v1/defaults.go); the controller-uid selector the strategy generates is not
+    # (kubesim's Jobs carry the selector their writer gave, if any).
+    spec = obj.setdefault("spec", {})
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+        spec["parallelism"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    pod_spec = (spec.get("template") or {}).get("spec")
+    if isinstance(pod_spec, dict):
+        pod_spec.setdefault("terminationGracePeriodSeconds", 30)
+        pod_spec.setdefault("dnsPolicy", "ClusterFirst")
+        pod_spec.setdefault("securityContext", {})
+        pod_spec.setdefault("schedulerName", "default-scheduler")
+        for key in ("containers", "initContainers"):
+            for c in pod_spec.get(key) or []:
+                if isinstance(c, dict):
+                    _container(c)
+
+
 _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "pods": _pod,
     "namespaces": _namespace,
@@ -151,4 +181,6 @@ _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
     "validatingadmissionpolicybindings": _vapb,
     "events": _event,
     "poddisruptionbudgets": _pdb,
+    "customresourcedefinitions": crd_definitions.default_crd,
+    "jobs": _job,
 }

@@ -46,8 +46,18 @@ def _gv(group: str, version: str) -> dict[str, str]:
     return {"groupVersion": f"{group}/{version}", "version": version}
 
 
-def api_group(group: str) -> dict[str, Any] | None:
-    versions = registry.group_versions().get(group)
+def _group_versions(custom: list[ResourceInfo]) -> dict[str, list[str]]:
+    out = registry.group_versions()
+    for info in custom:
+        versions = out.setdefault(info.group, [])
+        for version in info.versions:
+            if version not in versions:
+                versions.append(version)
+    return out
+
+
+def api_group(group: str, custom: list[ResourceInfo] = []) -> dict[str, Any] | None:  # noqa: B006
+    versions = _group_versions(custom).get(group)
     if versions is None:
         return None
     return {
@@ -59,8 +69,8 @@ def api_group(group: str) -> dict[str, Any] | None:
     }
 
 
-def api_group_list() -> dict[str, Any]:
-    groups = [api_group(g) for g in registry.group_versions()]
+def api_group_list(custom: list[ResourceInfo] = []) -> dict[str, Any]:  # noqa: B006
+    groups = [api_group(g, custom) for g in _group_versions(custom)]
     return {
         "kind": "APIGroupList",
         "apiVersion": "v1",
@@ -78,8 +88,10 @@ _SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "binding": ["create"
 _SUBRESOURCE_KINDS = {"binding": ("", "", "Binding"), "eviction": ("policy", "v1", "Eviction")}
 
 
-def resource_list(group: str, version: str) -> dict[str, Any] | None:
-    infos = registry.resources_in(group, version)
+def resource_list(group: str, version: str, custom: list[ResourceInfo] = []) -> dict[str, Any] | None:  # noqa: B006
+    infos = registry.resources_in(group, version) + [
+        i for i in custom if i.group == group and version in i.versions
+    ]
     if not infos:
         return None
     resources: list[dict[str, Any]] = []

@@ -5,7 +5,8 @@ spelling: "f:name" for a field, 'k:{"name":"c"}' for an item of a map-typed list
 of a set-typed list, and "." for "this list item itself". Atomic lists, scalars and empty maps are
 leaves. Apply (structured-merge-diff's Updater.Apply, simplified):
 - conflicts: fields in the applied config that another manager owns and whose value would change;
-  409 with one cause per field unless force, which takes them over;
+  409 with one cause per field unless force, which takes them over. A manager is its name, operation
+  and subresource: the Update entry of the applier's own name is another manager;
 - fields this manager applied before and no longer applies are removed unless someone else owns them;
 - the applied config is merged into the live object, list items matched by their keys.
 Update operations (create, PUT, patches) take ownership of the fields they change.
@@ -57,7 +58,8 @@ def _list_keys(sch: schema.Schema) -> tuple[str, ...] | None:
 def flatten(value: Any, sch: schema.Schema, path: Path = (), out: FieldSet | None = None) -> FieldSet:
     out = {} if out is None else out
     sch = schema.resolve(sch)
-    if isinstance(value, dict) and value and not schema.is_open(sch):
+    atomic = sch.get("x-kubernetes-map-type") == "atomic"  # a struct or map owned whole
+    if isinstance(value, dict) and value and not schema.is_open(sch) and not atomic:
         for key, child in value.items():
             child_sch = schema.property_schema(sch, key)
             if child_sch is None:
@@ -242,8 +244,9 @@ def apply(
             previous = paths
             continue
         others.append((entry, paths))
-        if entry.get("manager") == manager:
-            continue
+        # No exception for an Update entry of the same name: the manager identifier includes the
+        # operation, so X's Update and X's Apply are two owners and conflict like any others
+        # (kubernetes/kubernetes#107417; structured-merge-diff's Updater.Apply).
         for path in applied_paths & paths:
             if path in live_fields and live_fields[path] != applied_fields[path] and path[-1] != ".":
                 # The manager identifier of fieldmanager.BuildManagerIdentifier: appliers have no
@@ -340,7 +343,12 @@ def _merge(live: dict[str, Any], applied: dict[str, Any], sch: schema.Schema) ->
         child_sch = schema.property_schema(sch, key) or {}
         if value is None:
             live.pop(key, None)
-        elif isinstance(value, dict) and isinstance(live.get(key), dict) and not schema.is_open(child_sch):
+        elif (
+            isinstance(value, dict)
+            and isinstance(live.get(key), dict)
+            and not schema.is_open(child_sch)
+            and schema.resolve(child_sch).get("x-kubernetes-map-type") != "atomic"
+        ):
             _merge(live[key], value, child_sch)
         elif isinstance(value, list) and isinstance(live.get(key), list):
             live[key] = _merge_list(live[key], value, schema.resolve(child_sch))

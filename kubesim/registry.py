@@ -7,6 +7,7 @@ the real server serves) and converted on the way in and out for older versions (
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,9 @@ class ResourceInfo:
         "watch",
     )
     categories: tuple[str, ...] = field(default=())
+    # Custom resources (served from a CustomResourceDefinition): the structural schema of each served
+    # version, as kubesim.custom builds it. None for the built-in resources.
+    schemas: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def api_version(self) -> str:
@@ -48,6 +52,10 @@ class ResourceInfo:
     @property
     def versions(self) -> tuple[str, ...]:
         return (self.version, *self.other_versions)
+
+    @property
+    def is_custom(self) -> bool:
+        return self.schemas is not None
 
     @property
     def has_status(self) -> bool:
@@ -176,6 +184,36 @@ RESOURCES: tuple[ResourceInfo, ...] = (
         "v1",
         False,
         (),
+        has_generation=True,
+        categories=("api-extensions",),
+    ),
+)
+
+RESOURCES += (
+    ResourceInfo(
+        "jobs",
+        "job",
+        "Job",
+        "batch",
+        "v1",
+        True,
+        ("status",),
+        has_generation=True,
+        status_reset_on_create=True,
+        categories=("all",),
+    ),
+    # Leader election of controllers (client-go's leaderelection takes a Lease in kube-system or
+    # its own namespace).
+    ResourceInfo("leases", "lease", "Lease", "coordination.k8s.io", "v1", True),
+    ResourceInfo(
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        "CustomResourceDefinition",
+        "apiextensions.k8s.io",
+        "v1",
+        False,
+        ("status",),
+        ("crd", "crds"),
         has_generation=True,
         categories=("api-extensions",),
     ),

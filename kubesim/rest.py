@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from kubesim import admin, authn, conversion, discovery, errors, eviction, negotiation, openapi, registry
+from kubesim import admin, authn, conversion, discovery, errors, eviction, negotiation, openapi
 from kubesim.errors import ApiError
 from kubesim.faults import Faults
 from kubesim.http_types import Request, Response, error_response, json_response
@@ -140,12 +140,13 @@ class Api:
             return discovery.api_versions(self.server_address)
         if parts == ["api", "v1"]:
             return discovery.resource_list("", "v1")
+        custom = self.store.custom_resources()
         if parts == ["apis"]:
-            return discovery.api_group_list()
+            return discovery.api_group_list(custom)
         if len(parts) == 2 and parts[0] == "apis":
-            return discovery.api_group(parts[1])
+            return discovery.api_group(parts[1], custom)
         if len(parts) == 3 and parts[0] == "apis":
-            return discovery.resource_list(parts[1], parts[2])
+            return discovery.resource_list(parts[1], parts[2], custom)
         return None
 
     def _route(self, parts: list[str]) -> Route | None:
@@ -160,7 +161,7 @@ class Api:
             namespace, rest = rest[1], rest[2:]
         if not 1 <= len(rest) <= 3:
             return None
-        info = registry.for_path(group, version, rest[0])
+        info = self.store.for_path(group, version, rest[0])
         if info is None or (namespace is not None and not info.namespaced):
             return None
         name = rest[1] if len(rest) > 1 else None

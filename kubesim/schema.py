@@ -20,10 +20,13 @@ Schema = dict[str, Any]
 # Schemas of the newest Kubernetes release kubernetes-validate ships; it must serve resource.k8s.io/v1.
 SCHEMA_VERSION = "1.37.0"
 _GROUP_PACKAGE = {
-    "": "core",
-    "resource.k8s.io": "resource",
-    "policy": "policy",
-    "admissionregistration.k8s.io": "admissionregistration",
+    "": "io.k8s.api.core",
+    "resource.k8s.io": "io.k8s.api.resource",
+    "policy": "io.k8s.api.policy",
+    "admissionregistration.k8s.io": "io.k8s.api.admissionregistration",
+    "batch": "io.k8s.api.batch",
+    "coordination.k8s.io": "io.k8s.api.coordination",
+    "apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions",
 }
 
 
@@ -38,10 +41,14 @@ def definitions() -> dict[str, Schema]:
 
 
 def definition_name(info: ResourceInfo, version: str | None = None) -> str:
-    return f"io.k8s.api.{_GROUP_PACKAGE[info.group]}.{version or info.version}.{info.kind}"
+    return f"{_GROUP_PACKAGE[info.group]}.{version or info.version}.{info.kind}"
 
 
 def for_kind(info: ResourceInfo, version: str | None = None) -> Schema:
+    if info.schemas is not None:
+        # A custom resource: its CRD's structural schema (kubesim.custom), metadata as ObjectMeta.
+        schemas: dict[str, Schema] = info.schemas
+        return schemas.get(version or info.version) or schemas[info.version]
     return definitions()[definition_name(info, version)]
 
 

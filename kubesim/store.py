@@ -40,6 +40,7 @@ DEFAULT_HISTORY_WINDOW = 10_000
 # lock everyone out of fixing it).
 EXEMPT_GROUP = "admissionregistration.k8s.io"
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+CRDS = "customresourcedefinitions"
 
 
 def dumps(obj: dict[str, Any]) -> bytes:
@@ -216,7 +217,7 @@ class Store:
         n = 0
         with self._lock:
             for raw_obj in objects:
-                info = registry.for_kind(raw_obj.get("apiVersion", ""), raw_obj.get("kind", ""))
+                info = self.for_kind(raw_obj.get("apiVersion", ""), raw_obj.get("kind", ""))
                 if info is None:
                     raise errors.bad_request(
                         f'no kind "{raw_obj.get("kind")}" is registered for version '
@@ -265,7 +266,7 @@ class Store:
     def create_entry(
         self, resource: str, obj: dict[str, Any], opts: WriteOptions, namespace: str | None = None
     ) -> tuple[Entry, builtins.list[str]]:
-        info = registry.by_plural(resource)
+        info = self.info(resource)
         obj = strategy.to_storage(info, obj)
         with self._lock:
             # request.name of a create that relies on generateName is empty, as the API server's is.
@@ -308,7 +309,7 @@ class Store:
         *,
         subresource: str | None = None,
     ) -> tuple[Entry, builtins.list[str]]:
-        info = registry.by_plural(resource)
+        info = self.info(resource)
         obj = strategy.to_storage(info, obj)
         with self._lock:
             old = self._require(info, namespace, name)
@@ -326,7 +327,7 @@ class Store:
         subresource: str | None = None,
     ) -> tuple[Entry, builtins.list[str]]:
         """Read-modify-write under the lock (a patch): `mutate` gets a copy and returns the new object."""
-        info = registry.by_plural(resource)
+        info = self.info(resource)
         with self._lock:
             old = self._require(info, namespace, name)
             new = mutate(json.loads(old.raw))
@@ -428,7 +429,7 @@ class Store:
         """Returns the object's last state and whether it is gone (False: waiting for finalizers, or a
         pod terminating through an explicit `grace_period` > 0, which the pod-lifecycle controller,
         playing the kubelet, ends). Without a grace period pods go at once (kubesim's default)."""
-        info = registry.by_plural(resource)
+        info = self.info(resource)
         with self._lock:
             old = self._require(info, namespace, name)
             strategy.check_preconditions(info, old.obj, preconditions or {})
@@ -515,6 +516,8 @@ class Store:
         table.objects[key] = entry
         self._index_owners(info.plural, key, obj, old.obj if old else None)
         self._publish(table, Event(self._rv, event_type, info.plural, key[0], entry, old))
+        if info.plural == CRDS:
+            self._serve_crd(obj)
         return entry
 
     def _remove(self, info: ResourceInfo, key: Key, last: dict[str, Any]) -> Entry:
@@ -526,6 +529,8 @@ class Store:
         table.sorted_keys = None
         self._index_owners(info.plural, key, None, old.obj)
         self._publish(table, Event(self._rv, "DELETED", info.plural, key[0], entry, old))
+        if info.plural == CRDS:
+            self._unserve_crd(last)
         return entry
 
     def _index_owners(
@@ -617,3 +622,61 @@ class Store:
 
     def oldest_watchable(self, resource: str) -> int:
         return self._tables[resource].compacted_rv
+
+    # ---------------------------------------------------------------------- resources and CRDs
+
+    def info(self, resource: str) -> ResourceInfo:
+        """The resource stored under `resource` (its plural): built in, or served from a CRD."""
+        return self._tables[resource].info
+
+    def for_kind(self, api_version: str, kind: str) -> ResourceInfo | None:
+        """The resource serving `kind` at `api_version` here (CRDs included), or None."""
+        info = registry.for_kind(api_version, kind)
+        if info is not None:
+            return info
+        group, version = registry.split_api_version(api_version)
+        for custom in self.custom_resources():
+            if custom.group == group and custom.kind == kind and version in custom.versions:
+                return custom
+        return None
+
+    def for_path(self, group: str, version: str, plural: str) -> ResourceInfo | None:
+        table = self._tables.get(plural)
+        if table is None or table.info.group != group or version not in table.info.versions:
+            return None
+        return table.info
+
+    def custom_resources(self) -> builtins.list[ResourceInfo]:
+        """The resources CRDs serve now, by plural."""
+        with self._lock:
+            infos = [t.info for t in self._tables.values() if t.info.is_custom]
+        return sorted(infos, key=lambda i: i.plural)
+
+    def _serve_crd(self, crd: dict[str, Any]) -> None:
+        # Called under the lock as the CRD commits: the API server's CRD handler serves it once it is
+        # Established, which kubesim's CRD defaulting marks at once.
+        from kubesim.custom import definitions
+
+        info = definitions.resource_info(crd)
+        if info is None:
+            return
+        table = self._tables.get(info.plural)
+        if table is None:
+            self._tables[info.plural] = _Table(info)
+        elif table.info.is_custom:
+            table.info = info
+
+    def _unserve_crd(self, crd: dict[str, Any]) -> None:
+        # The CRD finalizer's cleanup, done at once: every custom object goes (DELETED to watchers),
+        # then the resource stops being served.
+        plural = ((crd.get("spec") or {}).get("names") or {}).get("plural", "")
+        table = self._tables.get(plural)
+        if table is None or not table.info.is_custom:
+            return
+        for key in list(table.objects):
+            self._remove(table.info, key, json.loads(table.objects[key].raw))
+        streams = list(table.watchers)
+        table.watchers.clear()
+        del self._tables[plural]
+        for stream in streams:
+            stream.close()

@@ -16,6 +16,8 @@ import jsonschema
 
 from kubesim import schema
 from kubesim.admission import validation as admission_validation
+from kubesim.custom import definitions as crd_definitions
+from kubesim.custom import structural
 from kubesim.errors import ApiError, bad_request, field_cause, invalid
 from kubesim.registry import ResourceInfo
 
@@ -43,6 +45,13 @@ def _path(parts: Any) -> str:
 
 def validate(info: ResourceInfo, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
     name = (obj.get("metadata") or {}).get("name", "")
+    if info.is_custom:
+        found = structural.validate(schema.for_kind(info), obj, old)
+        found.extend(_semantic(info, obj))
+        found.extend(_metadata(obj))
+        if found:
+            raise invalid(info, name, found)
+        return
     validator = _validator(schema.definition_name(info))
     causes: list[dict[str, Any]] = []
     for err in sorted(validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))):
@@ -316,6 +325,55 @@ def _pdb_rules(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[str
     return []
 
 
+def _job_rules(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """ValidateJob's rules a writer trips over: the pod template restarts OnFailure or Never and runs
+    containers with images."""
+    causes = []
+    pod_spec = (((obj.get("spec") or {}).get("template") or {}).get("spec")) or {}
+    policy = pod_spec.get("restartPolicy")
+    if policy not in ("OnFailure", "Never"):
+        message = (
+            f'Unsupported value: "{policy}": supported values: "OnFailure", "Never"'
+            if policy
+            else 'Required value: valid values: "OnFailure", "Never"'
+        )
+        reason = "FieldValueNotSupported" if policy else "FieldValueRequired"
+        causes.append(field_cause(reason, "spec.template.spec.restartPolicy", message))
+    containers = pod_spec.get("containers") or []
+    if not containers:
+        causes.append(field_cause("FieldValueRequired", "spec.template.spec.containers", "Required value"))
+    for i, container in enumerate(containers):
+        if isinstance(container, dict) and not container.get("image"):
+            causes.append(
+                field_cause(
+                    "FieldValueRequired", f"spec.template.spec.containers[{i}].image", "Required value"
+                )
+            )
+    if old is not None:
+        # The pod template is immutable except for a suspended job's scheduling directives (what Kueue
+        # writes when it admits: node selector, tolerations, labels, annotations).
+        before = ((old.get("spec") or {}).get("template")) or {}
+        after = ((obj.get("spec") or {}).get("template")) or {}
+        if _without_scheduling(before) != _without_scheduling(after) or (
+            before != after and not (old.get("spec") or {}).get("suspend")
+        ):
+            causes.append(
+                field_cause("FieldValueInvalid", "spec.template", "Invalid value: field is immutable")
+            )
+    return causes
+
+
+def _without_scheduling(template: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in template.items() if k != "metadata"}
+    spec = {
+        k: v
+        for k, v in (out.get("spec") or {}).items()
+        if k not in ("nodeSelector", "tolerations", "schedulingGates")
+    }
+    out["spec"] = spec
+    return out
+
+
 _RULES = {
     "pods": _pod_rules,
     "resourceclaims": _claim_rules,
@@ -323,6 +381,8 @@ _RULES = {
     "poddisruptionbudgets": _pdb_rules,
     "validatingadmissionpolicies": admission_validation.policy_rules,
     "validatingadmissionpolicybindings": admission_validation.binding_rules,
+    "customresourcedefinitions": crd_definitions.crd_rules,
+    "jobs": _job_rules,
 }
 
 

@@ -151,6 +151,14 @@ class Verbs:
             raise errors.unsupported_media_type(ctype)
         if ctype == "application/apply-patch+yaml":
             return self._apply(req, info, version, namespace, name, sub)
+        if info.is_custom and ctype == "application/strategic-merge-patch+json":
+            # Custom resources have no Go struct tags to merge by: the server refuses the type.
+            raise errors.ApiError(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types include: "
+                "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+            )
         body = _json_body(req)
         if ctype == "application/json-patch+json" and not isinstance(body, list):
             raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
