@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from gpuplatform.accounts.models import User
-from gpuplatform.bulk_update import update_each
+from gpuplatform.db.bulk_update import update_each
 from gpuplatform.errors import Conflict, Forbidden
 from quotas.models import CapacityRequest, RequestState, RequestTransition
 from quotas.models.requests import FINAL, ApprovalState

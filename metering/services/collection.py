@@ -27,7 +27,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from gpuplatform.bulk_insert import insert_many
+from gpuplatform.db.bulk_insert import insert_many
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
 from gpuplatform.outbound.configured import user_url_session
 from inventory.models import Allocation, Cluster, Gpu, Node, ShareableUnit
