@@ -469,9 +469,6 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
 
-# Metering reads Prometheus (or Thanos, Mimir: the same query API) here.
-PROMETHEUS_URL = env("PROMETHEUS_URL")
-
 # Inventory (issue #4). Kubeconfigs are encrypted at rest with this Fernet key (urlsafe base64 of 32
 # bytes); unset outside secure mode, a key is derived from SECRET_KEY (the checkout's own random one
 # in var/secret_key when SECRET_KEY is unset) so the demo and tests just work.
