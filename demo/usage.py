@@ -4,10 +4,10 @@ one (deterministic, seeded: the same demo gives the same month); with it, that P
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime, timedelta
 from threading import Event
 
+from django.conf import settings
 from django.db.models import Min, Q
 from django.utils import timezone
 
@@ -24,7 +24,7 @@ HOUR = timedelta(hours=1)
 
 
 def demo_usage_source() -> UsageSource:
-    url = os.environ.get("PROMETHEUS_URL", "")
+    url = settings.PROMETHEUS_URL
     if url:
         return PrometheusUsageSource(url=url, config=source_config(None))
     return SimulatedUsageSource(seed=1)

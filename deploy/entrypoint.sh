@@ -35,7 +35,7 @@ case "$role" in
       --workers "${POLL_WORKERS:-1}" \
       --no-proxy-headers --timeout-graceful-shutdown 30 "$@" ;;
   worker)
-    # Prefork children write their metrics samples here (gpuplatform/task_metrics.py): start empty.
+    # Prefork children write their metrics samples here (gpuplatform/observability/task_metrics.py): start empty.
     if [ -n "${PROMETHEUS_MULTIPROC_DIR:-}" ] && [ "${GPUPLATFORM_ENTRYPOINT_PRINT:-0}" != "1" ]; then
       rm -rf "$PROMETHEUS_MULTIPROC_DIR" && mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
     fi

@@ -11,4 +11,4 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 # Task durations, failures and the worker's scrape endpoint (signal receivers, connected on import).
-import gpuplatform.task_metrics  # noqa: E402, F401
+import gpuplatform.observability.task_metrics  # noqa: E402, F401

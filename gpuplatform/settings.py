@@ -139,8 +139,8 @@ MIDDLEWARE = [
     "gpuplatform.api.no_store.ApiNoStoreMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "gpuplatform.request_id.RequestIdMiddleware",
-    "gpuplatform.metrics_http.RequestMetricsMiddleware",
+    "gpuplatform.observability.request_id.RequestIdMiddleware",
+    "gpuplatform.observability.metrics_http.RequestMetricsMiddleware",
     "gpuplatform.api.address_guard.AddressGuardMiddleware",
     "tenants.middleware.MembershipsReadOnceMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -440,15 +440,15 @@ if SECURE:
     # /healthz and /readyz are probed over plain HTTP by the kubelet, /metrics scraped by Prometheus.
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 
-# /metrics (gpuplatform/metrics.py): for this bearer token (the chart's ServiceMonitor sends it) and
-# platform-admins' sessions only.
+# /metrics (gpuplatform/observability/metrics.py): for this bearer token (the chart's ServiceMonitor
+# sends it) and platform-admins' sessions only.
 METRICS_TOKEN = env("METRICS_TOKEN")
 # Logs: "json" (one object a line with the request id; the default in secure mode) or "plain".
 LOG_FORMAT = env("LOG_FORMAT", "json" if SECURE else "plain")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "gpuplatform.logs.RequestIdFilter"}},
+    "filters": {"request_id": {"()": "gpuplatform.observability.logs.RequestIdFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
         "json": {
@@ -468,9 +468,6 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
-
-# Metering reads Prometheus (or Thanos, Mimir: the same query API) here.
-PROMETHEUS_URL = env("PROMETHEUS_URL")
 
 # Inventory (issue #4). Kubeconfigs are encrypted at rest with this Fernet key (urlsafe base64 of 32
 # bytes); unset outside secure mode, a key is derived from SECRET_KEY (the checkout's own random one

@@ -11,7 +11,7 @@ from gpuplatform.accounts.api import ApiTokenViewSet, MeView
 from gpuplatform.api.urls import ApiRouter
 from gpuplatform.audit import views as audit_views
 from gpuplatform.audit.api import AuditEventViewSet
-from gpuplatform.metrics_http import metrics_view
+from gpuplatform.observability.metrics_http import metrics_view
 from gpuplatform.ui import views as ui_views
 from inventory import views as inventory_views
 from inventory.api.views import (

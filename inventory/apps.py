@@ -11,7 +11,7 @@ class InventoryConfig(AppConfig):
 
         namespace_owner_changed.connect(on_namespace_owner_changed, dispatch_uid="inventory-reattribute")
 
-        from gpuplatform.metrics import register_collector
+        from gpuplatform.observability.metrics import register_collector
         from inventory.metrics import collect
 
         register_collector("inventory", collect)

@@ -21,7 +21,7 @@ from decimal import Decimal
 
 from django.db.models import Count, F, Sum
 
-from gpuplatform.stamped_cache import StampedCache
+from gpuplatform.db.stamped_cache import StampedCache
 from inventory.models import Allocation, Gpu, ShareableUnit
 
 __all__ = [

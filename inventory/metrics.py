@@ -1,4 +1,4 @@
-"""Inventory's metrics, read from the database at scrape time (gpuplatform/metrics.py's port)."""
+"""Inventory's metrics, read from the database at scrape time (served by gpuplatform.observability)."""
 
 from __future__ import annotations
 

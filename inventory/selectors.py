@@ -13,7 +13,7 @@ from typing import Any
 
 from django.db.models import Count, F, Sum
 
-from gpuplatform.stamped_cache import StampedCache
+from gpuplatform.db.stamped_cache import StampedCache
 from inventory.capacity import pool_model_capacity
 from inventory.domain.gpu_equivalent import ge_to_decimal
 from inventory.domain.gpu_models import GpuModel, resolve_gpu_model

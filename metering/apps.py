@@ -18,7 +18,7 @@ class MeteringConfig(AppConfig):
         register_panel(name="finance", template=TEMPLATE, context=overview_context, order=30)
         self._register_dashboards()
 
-        from gpuplatform.metrics import register_collector
+        from gpuplatform.observability.metrics import register_collector
         from metering import slo_tasks  # noqa: F401  (registers metering.evaluate_slos, deliver_alert)
         from metering.services.slis import register
         from metering.slo_metrics import collect

@@ -8,13 +8,13 @@ import base64
 import json
 import logging
 import os
-import random
 import signal
 import sys
 import time
 from datetime import UTC, datetime
 from typing import Any
 
+from gpuplatform.backoff import backoff_seconds
 from nodeagent import __version__, simnvml
 from nodeagent.appliers import ApplyFailed
 from nodeagent.appliers.files import FilesApplier
@@ -88,8 +88,9 @@ class Agent:
 
     def backoff(self) -> None:
         self.failures += 1
-        delay = min(self.config.max_backoff_seconds, 0.5 * 2 ** min(self.failures, 10))
-        time.sleep(delay * random.uniform(0.5, 1.0))
+        time.sleep(
+            backoff_seconds(self.failures, base=0.5, cap=self.config.max_backoff_seconds, jitter=(0.5, 1.0))
+        )
 
     def ensure_registered(self) -> None:
         if self.server.credential:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import timedelta
 from enum import StrEnum
 
+from gpuplatform.backoff import backoff_seconds
+
 
 class NodeState(StrEnum):
     PENDING = "pending"  # a desired revision waits to be delivered
@@ -84,4 +86,4 @@ def retry_delay(attempts: int, *, base_seconds: float, cap_seconds: float) -> ti
     """Exponential backoff after the ``attempts``-th failure: base, 2 base, 4 base... capped."""
     if attempts < 1:
         return timedelta(0)
-    return timedelta(seconds=min(cap_seconds, base_seconds * 2 ** (attempts - 1)))
+    return timedelta(seconds=backoff_seconds(attempts - 1, base=base_seconds, cap=cap_seconds))

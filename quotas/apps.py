@@ -13,7 +13,7 @@ class QuotasConfig(AppConfig):
 
         tenant_state_changed.connect(on_tenant_state_changed, dispatch_uid="quotas-withdraw-suspended")
 
-        from gpuplatform.metrics import register_collector
+        from gpuplatform.observability.metrics import register_collector
         from quotas.metrics import collect
 
         register_collector("quotas", collect)

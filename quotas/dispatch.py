@@ -1,18 +1,12 @@
-"""Queueing the quotas app's Celery tasks after commit, by their stable names.
-
-Services look tasks up by name instead of importing ``quotas.tasks`` (which imports the services):
-no import cycle, and eager mode (the demo) still runs them in-process. The app config imports the
-tasks module at start-up so the names are registered in every process.
-"""
+"""The quotas app's Celery tasks, queued after commit by their stable names
+(``gpuplatform.db.after_commit`` says why by name and why after commit)."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from functools import partial
 
-from celery import current_app
-from django.db import transaction
+from gpuplatform.db.after_commit import queue_after_commit
 
 MATERIALISE = "quotas.materialise_requests"
 ADMISSION_LOOP = "quotas.run_admission_loop"
@@ -23,13 +17,9 @@ def materialise_after_commit(request_ids: Iterable[uuid.UUID]) -> None:
     message for all of them (a cohort's loop pass may move dozens; a message costs ~1 ms to send)."""
     ids = [str(request_id) for request_id in sorted(set(request_ids))]
     if ids:
-        transaction.on_commit(partial(_queue, MATERIALISE, ids))
-
-
-def _queue(name: str, *args: object) -> None:
-    current_app.tasks[name].delay(*args)
+        queue_after_commit(MATERIALISE, ids)
 
 
 def admission_loop_after_commit() -> None:
     """Quota, priorities or capacity changed: decide the pending requests again."""
-    transaction.on_commit(partial(_queue, ADMISSION_LOOP))
+    queue_after_commit(ADMISSION_LOOP)

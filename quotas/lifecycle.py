@@ -22,10 +22,10 @@ from datetime import datetime
 from typing import Any
 
 from gpuplatform.accounts.models import User
-from gpuplatform.bulk_update import update_each
+from gpuplatform.db.bulk_update import update_each
 from gpuplatform.errors import Conflict, Forbidden
 from quotas.models import CapacityRequest, RequestState, RequestTransition
-from quotas.models.requests import FINAL, ApprovalState
+from quotas.models.requests import FINAL, HOLDING, ApprovalState
 
 NEW = ""  # the state of a request not yet stored: a transition row's empty from_state
 
@@ -68,7 +68,6 @@ def _awaiting(row: CapacityRequest) -> bool:
     return row.approval == ApprovalState.AWAITING
 
 
-HOLDS = frozenset({RequestState.ADMITTED, RequestState.ACTIVE})
 RULES: Mapping[Event, Rule] = {
     Event.SUBMIT: Rule(frozenset({NEW}), RequestState.PENDING, frozenset({ActorKind.REQUESTER})),
     Event.ADMIT: Rule(frozenset({RequestState.PENDING}), RequestState.ADMITTED, SYSTEM),
@@ -80,9 +79,9 @@ RULES: Mapping[Event, Rule] = {
         frozenset({RequestState.PENDING}), RequestState.REJECTED, MANAGERS, _awaiting, "awaiting approval"
     ),
     Event.CANCEL: Rule(frozenset({RequestState.PENDING}), RequestState.CANCELLED, PEOPLE),
-    Event.RELEASE: Rule(HOLDS, RequestState.RELEASED, PEOPLE),
-    Event.EXPIRE: Rule(HOLDS, RequestState.EXPIRED, SYSTEM),
-    Event.PREEMPT: Rule(HOLDS, RequestState.PREEMPTED, SYSTEM),
+    Event.RELEASE: Rule(frozenset(HOLDING), RequestState.RELEASED, PEOPLE),
+    Event.EXPIRE: Rule(frozenset(HOLDING), RequestState.EXPIRED, SYSTEM),
+    Event.PREEMPT: Rule(frozenset(HOLDING), RequestState.PREEMPTED, SYSTEM),
     Event.WITHDRAW: Rule(frozenset({RequestState.PENDING}), RequestState.CANCELLED, SYSTEM),
 }
 

@@ -15,10 +15,11 @@ import uuid
 from collections import defaultdict
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from gpuplatform.db.locks import LockSpace, lock_name
 from inventory import kube
 from inventory.cluster_access import client_for
 from inventory.models import Cluster
@@ -29,7 +30,6 @@ from tenants.models import TenantNamespace
 
 QUOTA_NAME = "gpuplatform-gpus"
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
-NAMESPACE_LOCK_SPACE = 50_503
 LABELS = {"app.kubernetes.io/managed-by": "gpuplatform"}
 
 
@@ -72,12 +72,7 @@ def materialise_request(*, request_id: uuid.UUID | str) -> dict[str, Any]:
         return {"applied": []}
     api = _api(cluster)
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
-                    [NAMESPACE_LOCK_SPACE, f"{cluster.pk}/{namespace}"],
-                )
+        lock_name(LockSpace.QUOTA_NAMESPACE, f"{cluster.pk}/{namespace}")
         request.refresh_from_db(fields=["state", "message"])
         if request.flavor.kind == FlavorKind.DRA:
             applied = _claim(api, request, namespace)

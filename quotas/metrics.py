@@ -1,4 +1,4 @@
-"""Admission's metrics, read from the database at scrape time (gpuplatform/metrics.py's port)."""
+"""Admission's metrics, read from the database at scrape time (served by gpuplatform.observability)."""
 
 from __future__ import annotations
 

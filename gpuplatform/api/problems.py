@@ -15,7 +15,7 @@ from rest_framework.views import exception_handler
 
 from gpuplatform.api.denials import record_denial
 from gpuplatform.errors import DomainError
-from gpuplatform.request_id import current_request_id
+from gpuplatform.observability.request_id import current_request_id
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEM_TYPE_BASE = "https://gpuplatform.dev/problems/"

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import models, transaction
 
 from gpuplatform.audit.models import AuditEvent
-from gpuplatform.request_id import current_request_id
+from gpuplatform.observability.request_id import current_request_id
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,10 +1,10 @@
 """A stamp that changes whenever a pool's physical capacity may have (a shareable unit written, a node
-moved between pools, gone or back), in the writer's transaction: see gpuplatform/stamped_cache.py and
+moved between pools, gone or back), in the writer's transaction: see gpuplatform/db/stamped_cache.py and
 inventory.selectors.cached_pool_resource_capacity. PostgreSQL only."""
 
 from django.db import migrations
 
-from gpuplatform.migration_sql import create_stamp, drop_stamp, on_postgresql
+from gpuplatform.db.migration_sql import create_stamp, drop_stamp, on_postgresql
 
 STAMP = "inventory_capacity_stamp"
 

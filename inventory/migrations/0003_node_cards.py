@@ -4,7 +4,7 @@ physical capacity is counted in cards (inventory/capacity.py)."""
 
 from django.db import migrations, models
 
-from gpuplatform.migration_sql import on_postgresql
+from gpuplatform.db.migration_sql import on_postgresql
 
 STAMP = "inventory_capacity_stamp"
 

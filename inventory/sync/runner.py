@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import random
 import threading
 import time
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from gpuplatform.backoff import backoff_seconds
 from inventory import kube
 from inventory.cluster_access import client_for
 from inventory.models import Cluster, SyncKind, SyncState
@@ -38,8 +38,7 @@ BACKOFF_BASE, BACKOFF_CAP = 0.5, 30.0
 
 def backoff_delay(attempt: int, *, retry_after: float | None = None) -> float:
     """Exponential backoff with full jitter in [0.5, 1.5) of the step, honouring Retry-After."""
-    step = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** min(attempt, 10))
-    delay = step * random.uniform(0.5, 1.5)
+    delay = backoff_seconds(attempt, base=BACKOFF_BASE, cap=BACKOFF_CAP, jitter=(0.5, 1.5))
     return max(delay, retry_after or 0.0)
 
 

@@ -10,7 +10,7 @@
 
 from django.db import migrations
 
-from gpuplatform.migration_sql import on_postgresql
+from gpuplatform.db.migration_sql import on_postgresql
 
 GUARDED = ("metering_usagehour", "metering_capacityhour", "metering_reportline", "metering_adjustment")
 

@@ -10,7 +10,7 @@ next report is planned with them; autovacuum keeps them current as the ledger gr
 
 from django.db import migrations
 
-from gpuplatform.migration_sql import on_postgresql
+from gpuplatform.db.migration_sql import on_postgresql
 
 STATISTICS = """
 CREATE STATISTICS IF NOT EXISTS metering_usagehour_report_groups (ndistinct)

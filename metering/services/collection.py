@@ -15,7 +15,6 @@ hours are metered again by ``retry_incomplete_usage`` until the source's retenti
 
 from __future__ import annotations
 
-import os
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -27,7 +26,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from gpuplatform.bulk_insert import insert_many
+from gpuplatform.db.bulk_insert import insert_many
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
 from gpuplatform.outbound.configured import user_url_session
 from inventory.models import Allocation, Cluster, Gpu, Node, ShareableUnit
@@ -93,7 +92,7 @@ def prometheus_for(*, cluster_id: uuid.UUID) -> PrometheusUsageSource | None:
     if row is not None:
         # A platform-admin typed this URL: the outbound policy applies on every connection.
         return PrometheusUsageSource(url=row.url, config=parse_config(row.config), session=user_url_session())
-    url = getattr(settings, "PROMETHEUS_URL", "") or os.environ.get("PROMETHEUS_URL", "")
+    url = settings.PROMETHEUS_URL
     if url:
         return PrometheusUsageSource(url=url, config=SourceConfig())
     return None

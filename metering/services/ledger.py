@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from gpuplatform.bulk_insert import insert_many
+from gpuplatform.db.bulk_insert import insert_many
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
 from inventory.models import Allocation, Cluster, Node
 from metering.chargeback.split import SECONDS_PER_HOUR, NodeHolding, split_node_hour

@@ -10,15 +10,14 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from functools import partial
 from typing import Any
 
 import requests
-from celery import current_app
 from django.db import transaction
 from django.utils import timezone
 
 from gpuplatform.audit.services import record_event, snapshot
+from gpuplatform.db.after_commit import queue_after_commit
 from gpuplatform.errors import Forbidden, NotFound, ValidationFailed
 from gpuplatform.outbound.configured import failure_text, user_url_session, vet_user_url
 from gpuplatform.outbound.policy import redact_url
@@ -193,13 +192,8 @@ def evaluate_slo(*, slo_id: uuid.UUID, now: datetime | None = None) -> Evaluatio
                 _queue_deliveries(slo, alert, "resolved", now)
         pending = AlertDelivery.objects.filter(alert_id__in=[*opened, *resolved], state=DeliveryState.PENDING)
         for delivery_id in pending.values_list("pk", flat=True):
-            # By name, as quotas.dispatch does: the tasks module imports this one.
-            transaction.on_commit(partial(_queue, DELIVER_TASK, str(delivery_id)))
+            queue_after_commit(DELIVER_TASK, str(delivery_id))
     return Evaluation(written, fired, opened, resolved)
-
-
-def _queue(name: str, *args: object) -> None:
-    current_app.tasks[name].delay(*args)
 
 
 def _evaluated_to(slo: Slo, kind: SliKind, now: datetime) -> datetime:

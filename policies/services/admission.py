@@ -18,16 +18,16 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any
 
 import kubernetes_validate
-from celery import current_app
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from gpuplatform.audit.services import record_event, snapshot
+from gpuplatform.db.after_commit import queue_after_commit
+from gpuplatform.db.locks import LockSpace, lock_name
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from inventory import kube
 from inventory.cluster_access import client_for
@@ -55,9 +55,6 @@ APPLY_TASK = "policies.apply_admission"
 APPLY_AUDITED = ("state", "applied", "removed", "error")
 # A running apply silent this long lost its worker (tasks ack late: the message comes back).
 APPLY_STALE = timedelta(minutes=10)
-# pg_advisory_xact_lock(space, cluster): one apply at a time per cluster, so one's prune never
-# deletes what a newer one has just applied.
-APPLY_LOCK_SPACE = 50_512
 
 
 def _audit_view(rule: AdmissionRule) -> dict[str, Any]:
@@ -271,13 +268,8 @@ def request_admission_apply(*, actor: Any, cluster_id: uuid.UUID | str) -> Admis
             obj=cluster,
             after={"apply": str(job.pk), "state": job.state},
         )
-        transaction.on_commit(partial(_queue, APPLY_TASK, str(job.pk)))
+        queue_after_commit(APPLY_TASK, str(job.pk))
     return job
-
-
-def _queue(name: str, *args: object) -> None:
-    # By name: policies.tasks imports this module (the app config registers it in every process).
-    current_app.tasks[name].delay(*args)
 
 
 def run_admission_apply(
@@ -304,12 +296,8 @@ def run_admission_apply(
         return job
     try:
         with transaction.atomic():
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        "SELECT pg_advisory_xact_lock(%s, hashtext(%s))",
-                        [APPLY_LOCK_SPACE, str(job.cluster_id)],
-                    )
+            # One apply at a time per cluster, so one's prune never deletes what a newer one applied.
+            lock_name(LockSpace.ADMISSION_APPLY, str(job.cluster_id))
             applied, removed = _apply(job.cluster)
             before = snapshot(job, APPLY_AUDITED)
             job.state, job.applied, job.removed, job.finished_at = ApplyState.DONE, applied, removed, now()

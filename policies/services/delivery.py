@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from gpuplatform.audit.services import record_event
+from gpuplatform.db.after_commit import queue_after_commit
 from gpuplatform.errors import Conflict
 from policies.models import NodeAgent, NodePolicyState, PolicyRevision, RolloutState
 from policies.node_states import DELIVERABLE, Event, NodeState, can, retry_delay, transition
@@ -110,8 +110,7 @@ def _locked_state(agent: NodeAgent) -> NodePolicyState:
 def _queue_driver(row: NodePolicyState) -> None:
     """Queue the rollout driver (by task name: services do not import the tasks that import them)."""
     if row.rollout_id and row.rollout and row.rollout.state == RolloutState.RUNNING:
-        rollout_id = str(row.rollout_id)
-        transaction.on_commit(lambda: current_app.signature(ADVANCE_TASK, args=[rollout_id]).delay())
+        queue_after_commit(ADVANCE_TASK, str(row.rollout_id))
 
 
 def report_status(

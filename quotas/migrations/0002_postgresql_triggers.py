@@ -9,7 +9,7 @@
 
 from django.db import migrations
 
-from gpuplatform.migration_sql import create_stamp, drop_stamp, on_postgresql
+from gpuplatform.db.migration_sql import create_stamp, drop_stamp, on_postgresql
 
 # Holding states: keep in step with quotas.models.requests.HOLDING.
 FLAVOR_HOLD = """

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from django.db.models import Q
 
-from gpuplatform.stamped_cache import StampedCache
+from gpuplatform.db.stamped_cache import StampedCache
 from quotas import admission as engine
 from quotas.models import Budget, Flavor, PriorityClass, Queue, Quota
 from tenants.models import Tenant

@@ -10,7 +10,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from gpuplatform.bulk_update import update_each
+from gpuplatform.db.bulk_update import update_each
 from quotas import admission as engine
 from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor, RequestTransition

@@ -80,7 +80,14 @@ def month_bounds(now: datetime) -> tuple[datetime, datetime]:
 
 
 def root_id_of(path: str) -> uuid.UUID:
+    """The id of the cohort root above a tenant: the first segment of its materialised path."""
     return uuid.UUID(path.strip("/").split("/")[0])
+
+
+def cohort_root_path(path: str) -> str:
+    """The materialised path of the cohort root above the tenant at ``path`` (``/<root hex>/``): the
+    prefix every tenant of the cohort shares, and the cohort's key in the admission runner."""
+    return f"/{root_id_of(path).hex}/"
 
 
 def ge_of(flavor: Flavor, amounts: dict[str, int]) -> Fraction:

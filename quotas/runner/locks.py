@@ -15,34 +15,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
-from django.db import connection, transaction
-
-FLAVOR_LOCK_SPACE = 50_501
-COHORT_LOCK_SPACE = 50_502
-
-
-def _lock_key(value: uuid.UUID) -> int:
-    return int.from_bytes(value.bytes[:4], "big", signed=True)
-
-
-def _advisory(keys: list[tuple[int, int]]) -> None:
-    if not transaction.get_connection().in_atomic_block:
-        raise RuntimeError("admission locks are taken inside a transaction")
-    if connection.vendor != "postgresql":
-        return  # SQLite (the demo) serialises writers on its own
-    with connection.cursor() as cursor:
-        for space, key in keys:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [space, key])
+from gpuplatform.db.locks import LockSpace, lock_ids
 
 
 def lock_cohorts(*, root_ids: Iterable[uuid.UUID]) -> None:
     """The first lock of an admission: the cohort roots (sorted). Released at the transaction's end."""
-    _advisory([(COHORT_LOCK_SPACE, k) for k in sorted({_lock_key(r) for r in root_ids})])
+    lock_ids(LockSpace.QUOTA_COHORT, root_ids)
 
 
 def lock_flavors(*, flavor_ids: Iterable[uuid.UUID]) -> None:
     """The second lock: the flavors (sorted), after the cohorts and before any write to a request."""
-    _advisory([(FLAVOR_LOCK_SPACE, k) for k in sorted({_lock_key(f) for f in flavor_ids})])
+    lock_ids(LockSpace.QUOTA_FLAVOR, flavor_ids)
 
 
 def lock_admission(*, flavor_ids: Iterable[uuid.UUID], root_ids: Iterable[uuid.UUID]) -> None:

@@ -23,7 +23,7 @@ from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor
 from quotas.models.requests import HOLDING, RequestState
 from quotas.runner.decide import AdmissionRun, decide_cohort, persist
-from quotas.runner.inputs import root_id_of, within_subtrees
+from quotas.runner.inputs import cohort_root_path, root_id_of, within_subtrees
 from quotas.runner.locks import lock_cohorts
 from tenants.models import Tenant, TenantState
 
@@ -123,7 +123,7 @@ def run_admission_loop(*, now: datetime | None = None) -> dict[str, Any]:
     ).distinct():
         # Every flavor a pending request may land on, so that one falling back is decided with all of
         # its flavors in the snapshot.
-        cohorts[f"/{root_id_of(path).hex}/"].update({flavor_id, *(uuid.UUID(i) for i in fallback or ())})
+        cohorts[cohort_root_path(path)].update({flavor_id, *(uuid.UUID(i) for i in fallback or ())})
     admitted = 0
     for root_path, flavor_ids in sorted(cohorts.items()):
         flavors = list(Flavor.objects.filter(pk__in=flavor_ids).order_by("pk"))

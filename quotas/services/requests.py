@@ -23,7 +23,7 @@ from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor, PriorityClass, Queue, RequestTransition
 from quotas.models.requests import HOLDING, ApprovalState
 from quotas.runner.decide import AdmissionRun, decide_cohort, persist, request_ge
-from quotas.runner.inputs import micros, root_id_of, with_fallbacks
+from quotas.runner.inputs import cohort_root_path, micros, root_id_of, with_fallbacks
 from quotas.runner.locks import lock_cohorts, lock_flavors
 from quotas.scoping import usable_by
 from quotas.services import approval_authority
@@ -314,7 +314,7 @@ def submit_request(
             ):
                 request.approval = ApprovalState.AWAITING
             outcome, snapshot_names = decide_cohort(
-                root_path=f"/{root_id_of(the_tenant.path).hex}/",
+                root_path=cohort_root_path(the_tenant.path),
                 flavors=the_flavors,
                 now=now,
                 extra=[request],
@@ -385,7 +385,7 @@ def _end(
     found = _visible_request(actor, request_id)
     kind = _actor_kind(actor, found)
     now = timezone.now()
-    root_path = f"/{root_id_of(found.tenant.path).hex}/"
+    root_path = cohort_root_path(found.tenant.path)
     with transaction.atomic():
         flavors = _lock_cohort_and_flavors(root_path=root_path, flavor=found.flavor)
         row = CapacityRequest.objects.select_for_update().get(pk=found.pk)
@@ -466,7 +466,7 @@ def decide_approval(
             code="approver_not_above",
         )
     now = timezone.now()
-    root_path = f"/{root_id_of(found.tenant.path).hex}/"
+    root_path = cohort_root_path(found.tenant.path)
     with transaction.atomic():
         flavors = _lock_cohort_and_flavors(root_path=root_path, flavor=found.flavor)
         row = CapacityRequest.objects.select_for_update().get(pk=found.pk)

@@ -109,7 +109,7 @@ def test_only_the_token_or_a_platform_admin_reads_the_metrics(cast, settings):
 def test_json_logs_carry_the_request_id():
     program = (
         "import django, logging; django.setup()\n"
-        "from gpuplatform.request_id import bind_request_id\n"
+        "from gpuplatform.observability.request_id import bind_request_id\n"
         "bind_request_id('req-42')\n"
         "logging.getLogger('gpuplatform.test').warning('quota %s', 'changed')\n"
     )
@@ -136,7 +136,7 @@ def test_the_workers_endpoint_answers_only_the_metrics_token_when_one_is_set(mon
     # What the chart's worker ServiceMonitor relies on: the same bearer token as the web's /metrics.
     import requests
 
-    from gpuplatform.task_metrics import serve_worker_metrics
+    from gpuplatform.observability.task_metrics import serve_worker_metrics
 
     monkeypatch.setenv("METRICS_TOKEN", "s3cret-token")
     server = serve_worker_metrics(0, host="127.0.0.1")

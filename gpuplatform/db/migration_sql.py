@@ -1,5 +1,5 @@
 """SQL that several apps' migrations share: PostgreSQL-only steps and the stamp tables of
-`gpuplatform.stamped_cache`. Migrations import this, so what it returns for a given name must never
+`gpuplatform.db.stamped_cache`. Migrations import this, so what it returns for a given name must never
 change; a new shape gets a new function."""
 
 from __future__ import annotations

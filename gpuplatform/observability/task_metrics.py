@@ -17,8 +17,8 @@ from typing import Any
 
 from celery.signals import task_failure, task_postrun, task_prerun, worker_ready
 
-from gpuplatform.metrics import count_task_failure, exposition, observe_task
-from gpuplatform.request_id import bind_request_id, unbind_request_id
+from gpuplatform.observability.metrics import count_task_failure, exposition, observe_task
+from gpuplatform.observability.request_id import bind_request_id, unbind_request_id
 
 _running: dict[str, tuple[float, contextvars.Token[str]]] = {}
 _OUTCOMES = {"SUCCESS": "success", "FAILURE": "failure", "RETRY": "retry", "REJECTED": "failure"}

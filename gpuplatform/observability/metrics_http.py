@@ -11,7 +11,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from gpuplatform.api.problems import plain_problem_response
-from gpuplatform.metrics import exposition, observe_request
+from gpuplatform.observability.metrics import exposition, observe_request
 
 UNMATCHED = "<unmatched>"
 _GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from gpuplatform.request_id import current_request_id
+from gpuplatform.observability.request_id import current_request_id
 
 
 class RequestIdFilter(logging.Filter):
