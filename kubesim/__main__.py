@@ -1,4 +1,4 @@
-"""python -m kubesim --scenario NAME --nodes N --seed S --port P --kubeconfig FILE [--objects DIR] [--kueue] ..."""
+"""python -m kubesim --scenario NAME --nodes N --seed S --kubeconfig FILE [--objects DIR] [--kueue] ..."""
 
 from __future__ import annotations
 

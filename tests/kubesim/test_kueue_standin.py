@@ -136,7 +136,12 @@ def cluster_queue(
         spec["cohortName"] = cohort
     if checks:
         spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in checks]}
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def local_queue(name: str, cq: str) -> dict[str, Any]:
@@ -157,7 +162,9 @@ def admission_check(name: str) -> dict[str, Any]:
     }
 
 
-def job(name: str, *, gpus: int, queue: str = "vision", parallelism: int = 1, **labels: str) -> dict[str, Any]:
+def job(
+    name: str, *, gpus: int, queue: str = "vision", parallelism: int = 1, **labels: str
+) -> dict[str, Any]:
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -236,7 +243,11 @@ def test_a_job_becomes_a_workload_that_waits_for_its_check_then_is_admitted_and_
              "count": 2},
         ],
     }  # fmt: skip
-    assert conditions(wl)["QuotaReserved"] == ("True", "QuotaReserved", "Quota reserved in ClusterQueue vision")
+    assert conditions(wl)["QuotaReserved"] == (
+        "True",
+        "QuotaReserved",
+        "Quota reserved in ClusterQueue vision",
+    )
     assert "Admitted" not in conditions(wl)
     assert [(a["name"], a["state"]) for a in wl["status"]["admissionChecks"]] == [("budget", "Pending")]
     assert c.job("train").spec.suspend is True
@@ -401,7 +412,8 @@ def test_rejected_deactivates_the_workload(cluster):
     assert wl["spec"]["active"] is False
     cond = conditions(wl)
     message = (
-        'The workload is deactivated due to AdmissionCheck in Rejected state: "budget" (over the GE-hour budget)'
+        "The workload is deactivated due to AdmissionCheck in Rejected state: "
+        '"budget" (over the GE-hour budget)'
     )
     assert cond["Evicted"] == ("True", "DeactivatedDueToAdmissionCheck", message)
     assert cond["QuotaReserved"] == ("False", "Pending", message)
@@ -430,10 +442,50 @@ def test_a_workload_waits_while_its_queue_or_check_is_missing(cluster):
         "False", "Inadmissible", "ClusterQueue vision is inactive",
     )  # fmt: skip
     assert conditions(c.get("clusterqueues", "vision"))["Active"] == (
-        "False", "AdmissionCheckNotFound", "Can't admit new workloads: references missing AdmissionCheck(s): budget.",
+        "False", "AdmissionCheckNotFound",
+        "Can't admit new workloads: references missing AdmissionCheck(s): budget.",
     )  # fmt: skip
 
     c.create("admissionchecks", admission_check("budget"))
     activate(c, "budget")
     c.settle()
     assert conditions(c.workload_of("train"))["QuotaReserved"][0] == "True"
+
+
+def test_the_cli_installs_kueue_and_its_controller_admits_a_job(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from kubernetes import config
+
+    from tests.kubesim_fixtures import REPO_ROOT
+
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubesim", "--port", "0", "--kubeconfig", str(kubeconfig), "--kueue",
+         "--controllers", "kueue"],
+        cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not kubeconfig.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        api = config.new_client_from_config(config_file=str(kubeconfig))
+        custom, batch = client.CustomObjectsApi(api), client.BatchV1Api(api)
+        client.CoreV1Api(api).create_namespace({"metadata": {"name": NS}})
+        custom.create_cluster_custom_object(GROUP, VERSION, "resourceflavors", flavor("h100", "h100-pool"))
+        custom.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", cluster_queue("vision", gpus=1))
+        custom.create_namespaced_custom_object(
+            GROUP, VERSION, NS, "localqueues", local_queue("vision", "vision")
+        )
+        batch.create_namespaced_job(NS, job("train", gpus=1))
+        while time.monotonic() < deadline and batch.read_namespaced_job("train", NS).spec.suspend:
+            time.sleep(0.1)
+        started = batch.read_namespaced_job("train", NS)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+    assert started.spec.suspend is False
+    assert started.spec.template.spec.node_selector == {"gpuplatform.io/node-pool": "h100-pool"}

@@ -131,7 +131,9 @@ class Kueue:
         names = [c["name"] for c in _strategy_checks(cq)]
         absent = [n for n in names if n not in world.checks]
         if absent:
-            reasons.append(("AdmissionCheckNotFound", f"references missing AdmissionCheck(s): {','.join(absent)}"))
+            reasons.append(
+                ("AdmissionCheckNotFound", f"references missing AdmissionCheck(s): {','.join(absent)}")
+            )
         inactive = [n for n in names if n in world.checks and not k.is_true(world.checks[n], "Active")]
         if inactive:
             reasons.append(
@@ -377,13 +379,23 @@ class Kueue:
                         if status.get("requeueState") == {}:
                             status.pop("requeueState")
                         k.set_condition(
-                            conds, k.REQUEUED, True, k.BACKOFF_FINISHED, "The workload backoff was finished",
-                            now=now, generation=generation,
+                            conds,
+                            k.REQUEUED,
+                            True,
+                            k.BACKOFF_FINISHED,
+                            "The workload backoff was finished",
+                            now=now,
+                            generation=generation,
                         )
                 elif requeued.get("reason") == k.DEACTIVATED:
                     k.set_condition(
-                        conds, k.REQUEUED, True, "Reactivated", "The workload was reactivated",
-                        now=now, generation=generation,
+                        conds,
+                        k.REQUEUED,
+                        True,
+                        "Reactivated",
+                        "The workload was reactivated",
+                        now=now,
+                        generation=generation,
                     )
         # The job reconciler releases an evicted workload's quota once its job is stopped.
         evicted = k.find(conds, k.EVICTED)
@@ -391,8 +403,13 @@ class Kueue:
         if evicted and evicted.get("status") == "True" and k.is_true(wl, k.QUOTA_RESERVED) and job_stopped:
             requeue = evicted.get("reason") in (k.EVICTED_BY_PREEMPTION, "NodeFailures")
             k.set_condition(
-                conds, k.REQUEUED, requeue, evicted.get("reason", ""), evicted.get("message", ""),
-                now=now, generation=generation,
+                conds,
+                k.REQUEUED,
+                requeue,
+                evicted.get("reason", ""),
+                evicted.get("message", ""),
+                now=now,
+                generation=generation,
             )
             self._unset_reservation(wl, k.REASON_PENDING, evicted.get("message", ""), now)
         queue_name = (wl.get("spec") or {}).get("queueName", "")
@@ -406,8 +423,13 @@ class Kueue:
                 blocker = _queue_blocker(queue_name, lq, cq_name, cq, world)
                 if blocker:
                     k.set_condition(
-                        conds, k.QUOTA_RESERVED, False, k.REASON_INADMISSIBLE, blocker,
-                        now=now, generation=generation,
+                        conds,
+                        k.QUOTA_RESERVED,
+                        False,
+                        k.REASON_INADMISSIBLE,
+                        blocker,
+                        now=now,
+                        generation=generation,
                     )
             if _sync_admitted(wl, now):
                 events.append(_admitted_event(wl, now_epoch))
@@ -418,8 +440,13 @@ class Kueue:
             if rejected:
                 message = k.checks_message(rejected, k.REJECTED)
                 k.set_condition(
-                    conds, k.DEACTIVATION_TARGET, True, k.EVICTED_BY_ADMISSION_CHECK, message,
-                    now=now, generation=generation,
+                    conds,
+                    k.DEACTIVATION_TARGET,
+                    True,
+                    k.EVICTED_BY_ADMISSION_CHECK,
+                    message,
+                    now=now,
+                    generation=generation,
                 )
                 events.append(("AdmissionCheckRejected", f"Deactivated due to {message}", True))
             elif retry:
@@ -432,7 +459,12 @@ class Kueue:
         """evict.prepareForEviction: Evicted=True, checks back to Pending, the eviction counted."""
         status = wl["status"]
         k.set_condition(
-            status["conditions"], k.EVICTED, True, reason, message, now=now,
+            status["conditions"],
+            k.EVICTED,
+            True,
+            reason,
+            message,
+            now=now,
             generation=wl["metadata"].get("generation"),
         )
         for check in status.get("admissionChecks") or []:
@@ -455,7 +487,9 @@ class Kueue:
         if reason.startswith(f"{k.DEACTIVATED}DueTo"):
             reason, cause = k.DEACTIVATED, reason[len(f"{k.DEACTIVATED}DueTo") :]
         stats = status.setdefault("schedulingStats", {}).setdefault("evictions", [])
-        entry = next((e for e in stats if e.get("reason") == reason and e.get("underlyingCause") == cause), None)
+        entry = next(
+            (e for e in stats if e.get("reason") == reason and e.get("underlyingCause") == cause), None
+        )
         if entry is None:
             entry = {"reason": reason, "underlyingCause": cause, "count": 0}
             stats.append(entry)
@@ -467,7 +501,12 @@ class Kueue:
     def _unset_reservation(self, wl: dict[str, Any], reason: str, message: str, now: str) -> None:
         status = wl["status"]
         k.set_condition(
-            status["conditions"], k.QUOTA_RESERVED, False, reason, message, now=now,
+            status["conditions"],
+            k.QUOTA_RESERVED,
+            False,
+            reason,
+            message,
+            now=now,
             generation=wl["metadata"].get("generation"),
         )
         status.pop("admission", None)
@@ -555,7 +594,12 @@ class Kueue:
         status = wl.setdefault("status", {})
         conds = status.setdefault("conditions", [])
         k.set_condition(
-            conds, k.QUOTA_RESERVED, False, k.REASON_PENDING, message, now=now,
+            conds,
+            k.QUOTA_RESERVED,
+            False,
+            k.REASON_PENDING,
+            message,
+            now=now,
             generation=wl["metadata"].get("generation"),
         )
         status["resourceRequests"] = requests
@@ -580,15 +624,25 @@ class Kueue:
         status["admission"] = {"clusterQueue": cq_name, "podSetAssignments": assignments}
         status.pop("resourceRequests", None)
         k.set_condition(
-            conds, k.QUOTA_RESERVED, True, "QuotaReserved", f"Quota reserved in ClusterQueue {cq_name}",
-            now=now, generation=generation,
+            conds,
+            k.QUOTA_RESERVED,
+            True,
+            "QuotaReserved",
+            f"Quota reserved in ClusterQueue {cq_name}",
+            now=now,
+            generation=generation,
         )
         for kind in (k.EVICTED, k.PREEMPTED):
             previous = k.find(conds, kind)
             if previous is not None and previous.get("status") == "True":
                 k.set_condition(
-                    conds, kind, False, "QuotaReserved", f"Previously: {previous.get('message', '')}",
-                    now=now, generation=generation,
+                    conds,
+                    kind,
+                    False,
+                    "QuotaReserved",
+                    f"Previously: {previous.get('message', '')}",
+                    now=now,
+                    generation=generation,
                 )
         queued_since = _epoch(
             (k.find(conds, k.REQUEUED) or {}).get("lastTransitionTime")
@@ -631,9 +685,14 @@ class Kueue:
             held = reserving.get(name, [])
             inactive = world.inactive.get(name)
 
-            def cq_status(cur: dict[str, Any], held: list[dict[str, Any]] = held, inactive: Any = inactive) -> None:
+            def cq_status(
+                cur: dict[str, Any],
+                held: list[dict[str, Any]] = held,
+                inactive: Any = inactive,
+                waiting: int = pending.get(name, 0),
+            ) -> None:
                 status = cur.setdefault("status", {})
-                status["pendingWorkloads"] = pending.get(name, 0)
+                status["pendingWorkloads"] = waiting
                 status["reservingWorkloads"] = len(held)
                 status["admittedWorkloads"] = sum(1 for w in held if k.is_true(w, k.ADMITTED))
                 groups = (cur.get("spec") or {}).get("resourceGroups") or []
@@ -642,8 +701,13 @@ class Kueue:
                 status["flavorsUsage"] = _flavor_usage(groups, admitted, borrowed=True)
                 reason, message = inactive or ("Ready", "Can admit new workloads")
                 k.set_condition(
-                    status.setdefault("conditions", []), "Active", inactive is None, reason, message,
-                    now=now, generation=cur["metadata"].get("generation"),
+                    status.setdefault("conditions", []),
+                    "Active",
+                    inactive is None,
+                    reason,
+                    message,
+                    now=now,
+                    generation=cur["metadata"].get("generation"),
                 )
 
             if self._write("clusterqueues", cq, cq_status, status=True, manager=k.MANAGER):
@@ -662,7 +726,11 @@ class Kueue:
                 active = (True, "Ready", "Can submit new workloads to localQueue")
 
             def lq_status(
-                cur: dict[str, Any], held: list[dict[str, Any]] = held, active: Any = active, cq: Any = cq, key: Any = key
+                cur: dict[str, Any],
+                held: list[dict[str, Any]] = held,
+                active: Any = active,
+                cq: Any = cq,
+                key: Any = key,
             ) -> None:
                 status = cur.setdefault("status", {})
                 status["pendingWorkloads"] = lq_pending.get(key, 0)
@@ -673,8 +741,13 @@ class Kueue:
                 admitted = [w for w in held if k.is_true(w, k.ADMITTED)]
                 status["flavorsUsage"] = _flavor_usage(groups, admitted, borrowed=False)
                 k.set_condition(
-                    status.setdefault("conditions", []), "Active", active[0], active[1], active[2],
-                    now=now, generation=cur["metadata"].get("generation"),
+                    status.setdefault("conditions", []),
+                    "Active",
+                    active[0],
+                    active[1],
+                    active[2],
+                    now=now,
+                    generation=cur["metadata"].get("generation"),
                 )
 
             if self._write("localqueues", lq, lq_status, status=True, manager=k.MANAGER):
@@ -744,10 +817,15 @@ def _sync_admitted(wl: dict[str, Any], now: str) -> bool:
         return False
     generation = wl["metadata"].get("generation")
     if reserved and ready:
-        k.set_condition(conds, k.ADMITTED, True, "Admitted", "The workload is admitted", now=now, generation=generation)
+        k.set_condition(
+            conds, k.ADMITTED, True, "Admitted", "The workload is admitted", now=now, generation=generation
+        )
         return True
     if not reserved and not ready:
-        reason, message = "NoReservationUnsatisfiedChecks", "The workload has no reservation and not all checks ready"
+        reason, message = (
+            "NoReservationUnsatisfiedChecks",
+            "The workload has no reservation and not all checks ready",
+        )
     elif not reserved:
         reason, message = "NoReservation", "The workload has no reservation"
     else:
@@ -755,7 +833,9 @@ def _sync_admitted(wl: dict[str, Any], now: str) -> bool:
     if admitted:
         since = _epoch((k.find(conds, k.ADMITTED) or {}).get("lastTransitionTime"))
         ran = max(0, int(_epoch(now) - since))
-        status["accumulatedPastExecutionTimeSeconds"] = int(status.get("accumulatedPastExecutionTimeSeconds") or 0) + ran
+        status["accumulatedPastExecutionTimeSeconds"] = (
+            int(status.get("accumulatedPastExecutionTimeSeconds") or 0) + ran
+        )
     k.set_condition(conds, k.ADMITTED, False, reason, message, now=now, generation=generation)
     return False
 
@@ -844,8 +924,8 @@ def _assign(
                     if value > ceiling:
                         reasons.append(
                             f"insufficient quota for {resource} in flavor {fname}, previously considered "
-                            f"podsets requests ({k.format_amount(resource, before)}) + current podset request "
-                            f"({k.format_amount(resource, requests[resource])}) > maximum capacity "
+                            f"podsets requests ({k.format_amount(resource, before)}) + current podset "
+                            f"request ({k.format_amount(resource, requests[resource])}) > maximum capacity "
                             f"({k.format_amount(resource, ceiling)})"
                         )
                         fits = False

@@ -92,7 +92,7 @@ def set_condition(
         conditions.append(current)
     elif current.get("status") != value:
         current["lastTransitionTime"] = now
-    current.update(status=value, reason=reason, message=message[:32 * 1024])
+    current.update(status=value, reason=reason, message=message[: 32 * 1024])
     if generation is not None:
         current["observedGeneration"] = generation
     else:
@@ -146,9 +146,9 @@ def podset_requests(podset: dict[str, Any]) -> dict[str, Decimal]:
 
 def format_amount(resource: str, value: Decimal) -> str:
     """As Kueue writes a ResourceList: memory-like resources in binary units, others decimal."""
-    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
-        if value == value.to_integral_value() and int(value) % 1024 == 0:
-            return canonical(f"{int(value) // 1024}Ki")
+    binary = resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")
+    if binary and value == value.to_integral_value() and int(value) % 1024 == 0:
+        return canonical(f"{int(value) // 1024}Ki")
     if value == value.to_integral_value():
         return canonical(str(int(value)))
     return canonical(f"{int((value * 1000).to_integral_value())}m")
@@ -216,7 +216,9 @@ def new_workload(job: dict[str, Any], priority_class: dict[str, Any] | None) -> 
 
 def admission_flavors(workload: dict[str, Any]) -> set[str]:
     admission = (workload.get("status") or {}).get("admission") or {}
-    return {f for psa in admission.get("podSetAssignments") or [] for f in (psa.get("flavors") or {}).values()}
+    return {
+        f for psa in admission.get("podSetAssignments") or [] for f in (psa.get("flavors") or {}).values()
+    }
 
 
 def admission_usage(workload: dict[str, Any]) -> dict[tuple[str, str], Decimal]:
