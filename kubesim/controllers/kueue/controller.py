@@ -10,6 +10,7 @@ preemption, fair sharing, partial admission or topology). docs/kubesim-scenarios
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -198,13 +199,13 @@ class Kueue:
         writes = 0
         for job in world.jobs.values():
             labels = job["metadata"].get("labels") or {}
-            wl = owned.get(job["metadata"].get("uid"))
-            if wl is None and not labels.get(k.QUEUE_LABEL):
+            mine = owned.get(job["metadata"].get("uid"))
+            if mine is None and not labels.get(k.QUEUE_LABEL):
                 continue
-            if wl is None:
+            if mine is None:
                 writes += self._create_workload(job, world)
             else:
-                writes += self._drive_job(job, wl, world)
+                writes += self._drive_job(job, mine, world)
         return writes
 
     def _create_workload(self, job: dict[str, Any], world: World) -> int:
@@ -303,7 +304,7 @@ class Kueue:
             new = self._write(
                 "workloads",
                 wl,
-                lambda cur, job=job, events=events: self._workload_status(cur, job, world, events),
+                functools.partial(self._workload_status, job=job, world=world, events=events),
                 status=True,
                 manager=k.ADMISSION_MANAGER,
             )
@@ -543,7 +544,7 @@ class Kueue:
                 new = self._write(
                     "workloads",
                     wl,
-                    lambda cur, message=message, requests=requests: self._not_fit(cur, message, requests),
+                    functools.partial(self._not_fit, message=message, requests=requests),
                     status=True,
                     manager=k.ADMISSION_MANAGER,
                 )
@@ -555,7 +556,7 @@ class Kueue:
             new = self._write(
                 "workloads",
                 wl,
-                lambda cur, a=assignment, cq=cq, events=events: self._reserve(cur, cq, a, events),
+                functools.partial(self._reserve, cq=cq, assignments=assignment, events=events),
                 status=True,
                 manager=k.ADMISSION_MANAGER,
             )
@@ -715,12 +716,12 @@ class Kueue:
         for key, lq in world.local_queues.items():
             held = lq_reserving.get(key, [])
             spec = lq.get("spec") or {}
-            cq = world.cluster_queues.get(spec.get("clusterQueue", ""))
+            target = world.cluster_queues.get(spec.get("clusterQueue", ""))
             if (spec.get("stopPolicy") or "None") != "None":
                 active = (False, "Stopped", "LocalQueue is stopped")
-            elif cq is None:
+            elif target is None:
                 active = (False, "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue")
-            elif cq["metadata"]["name"] in world.inactive:
+            elif target["metadata"]["name"] in world.inactive:
                 active = (False, "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue")
             else:
                 active = (True, "Ready", "Can submit new workloads to localQueue")
@@ -729,7 +730,7 @@ class Kueue:
                 cur: dict[str, Any],
                 held: list[dict[str, Any]] = held,
                 active: Any = active,
-                cq: Any = cq,
+                cq: Any = target,
                 key: Any = key,
             ) -> None:
                 status = cur.setdefault("status", {})
