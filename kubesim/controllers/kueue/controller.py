@@ -13,45 +13,37 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any
 
 from kubesim.controllers.base import Context, log
 from kubesim.controllers.cache import key_of
 from kubesim.controllers.kueue import objects as k
-from kubesim.controllers.kueue.quota import ZERO, QuotaTree, amount
+from kubesim.controllers.kueue.assignment import assign, flavor_usage, namespace_matches
+from kubesim.controllers.kueue.protocol import (
+    World,
+    admitted_event,
+    deactivate,
+    drop_finalizer,
+    find_condition,
+    format_time,
+    parse_time,
+    priority,
+    queue_blocker,
+    queue_time,
+    restore_template,
+    set_template,
+    strategy_checks,
+    suspend,
+    sync_admitted,
+    sync_checks,
+    template_directives,
+    template_directives_of,
+)
+from kubesim.controllers.kueue.quota import QuotaTree
 from kubesim.errors import ApiError
-from kubesim.selectors import label_selector_matches
 from kubesim.strategy import WriteOptions
 
 Mutation = Callable[[dict[str, Any]], None]
-
-
-@dataclass
-class World:
-    """One pass's view of Kueue's objects, from the controllers' cache."""
-
-    jobs: dict[tuple[str, str], dict[str, Any]]
-    workloads: list[dict[str, Any]]
-    cluster_queues: dict[str, dict[str, Any]]
-    local_queues: dict[tuple[str, str], dict[str, Any]]
-    cohorts: list[dict[str, Any]]
-    flavors: dict[str, dict[str, Any]]
-    checks: dict[str, dict[str, Any]]
-    priority_classes: dict[str, dict[str, Any]]
-    inactive: dict[str, tuple[str, str]] = field(default_factory=dict)  # CQ -> (reason, message)
-
-
-def _epoch(text: str | None) -> float:
-    if not text:
-        return 0.0
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-
-
-def _text(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Kueue:
@@ -129,7 +121,7 @@ class Kueue:
         ]
         if missing:
             reasons.append(("FlavorNotFound", f"references missing ResourceFlavor(s): {','.join(missing)}"))
-        names = [c["name"] for c in _strategy_checks(cq)]
+        names = [c["name"] for c in strategy_checks(cq)]
         absent = [n for n in names if n not in world.checks]
         if absent:
             reasons.append(
@@ -240,21 +232,21 @@ class Kueue:
                 if evicted and evicted.get("status") == "True"
                 else "Not admitted by cluster queue"
             )
-            if self._write("jobs", job, _suspend, status=False, manager=k.MANAGER) is None:
+            if self._write("jobs", job, suspend, status=False, manager=k.MANAGER) is None:
                 return 0
             self._event(job, "Stopped", message)
             return 1
-        restore = _restore_template(wl)
-        if restore is not None and _template_directives(job) != _template_directives_of(restore):
+        restore = restore_template(wl)
+        if restore is not None and template_directives(job) != template_directives_of(restore):
             changed = self._write(
-                "jobs", job, lambda j: _set_template(j, restore), status=False, manager=k.MANAGER
+                "jobs", job, lambda j: set_template(j, restore), status=False, manager=k.MANAGER
             )
             return 1 if changed is not None else 0
         return 0
 
     def _start_job(self, job: dict[str, Any], wl: dict[str, Any], world: World) -> int:
         admission = (wl.get("status") or {}).get("admission") or {}
-        template = _restore_template(wl) or {}
+        template = restore_template(wl) or {}
         spec = template.setdefault("spec", {})
         labels = template.setdefault("metadata", {}).setdefault("labels", {})
         for psa in admission.get("podSetAssignments") or []:
@@ -273,7 +265,7 @@ class Kueue:
         labels[k.CLUSTER_QUEUE_LABEL] = admission.get("clusterQueue", "")
 
         def start(current: dict[str, Any]) -> None:
-            _set_template(current, template)
+            set_template(current, template)
             current["spec"]["suspend"] = False
 
         if self._write("jobs", job, start, status=False, manager=k.MANAGER) is None:
@@ -290,13 +282,13 @@ class Kueue:
             if k.FINALIZER in (meta.get("finalizers") or []) and (
                 meta.get("deletionTimestamp") or k.is_true(wl, k.FINISHED)
             ):
-                if self._write("workloads", wl, _drop_finalizer, status=False, manager=k.MANAGER):
+                if self._write("workloads", wl, drop_finalizer, status=False, manager=k.MANAGER):
                     writes += 1
                 continue
             if meta.get("deletionTimestamp"):
                 continue
             if (wl.get("spec") or {}).get("active", True) and k.is_true(wl, k.DEACTIVATION_TARGET):
-                if self._write("workloads", wl, _deactivate, status=False, manager=k.MANAGER):
+                if self._write("workloads", wl, deactivate, status=False, manager=k.MANAGER):
                     writes += 1
                 continue
             job = self._owner_job(wl, world)
@@ -331,7 +323,7 @@ class Kueue:
     ) -> None:
         """One reconcile of a Workload's status, in the order Kueue's controllers take the steps."""
         now_epoch = self.ctx.clock()
-        now = _text(now_epoch)
+        now = format_time(now_epoch)
         generation = wl["metadata"].get("generation")
         status = wl.setdefault("status", {})
         conds: list[dict[str, Any]] = status.setdefault("conditions", [])
@@ -347,7 +339,7 @@ class Kueue:
         # A check asked to be retried later: the workload waits at least that long (NeedsRequeueAtUpdate).
         retry_at = max(
             (
-                _epoch(c.get("lastTransitionTime")) + int(c["requeueAfterSeconds"])
+                parse_time(c.get("lastTransitionTime")) + int(c["requeueAfterSeconds"])
                 for c in checks
                 if c.get("state") == k.RETRY and c.get("requeueAfterSeconds") is not None
             ),
@@ -355,8 +347,8 @@ class Kueue:
         )
         if retry_at > now_epoch:
             requeue = status.setdefault("requeueState", {})
-            if _epoch(requeue.get("requeueAt")) < retry_at:
-                requeue["requeueAt"] = _text(retry_at)
+            if parse_time(requeue.get("requeueAt")) < retry_at:
+                requeue["requeueAt"] = format_time(retry_at)
         active = (wl.get("spec") or {}).get("active", True)
         if not active:
             if not k.is_true(wl, k.EVICTED):
@@ -372,7 +364,7 @@ class Kueue:
             requeued = k.find(conds, k.REQUEUED)
             if requeued is not None and requeued.get("status") == "False":
                 if requeued.get("reason") in (k.EVICTED_BY_ADMISSION_CHECK, "PodsReadyTimeout"):
-                    requeue_at = _epoch((status.get("requeueState") or {}).get("requeueAt"))
+                    requeue_at = parse_time((status.get("requeueState") or {}).get("requeueAt"))
                     if requeue_at > now_epoch:
                         self._due(requeue_at)
                     else:
@@ -418,10 +410,10 @@ class Kueue:
         cq_name = ((lq or {}).get("spec") or {}).get("clusterQueue", "")
         cq = world.cluster_queues.get(cq_name)
         if cq is not None:
-            _sync_checks(wl, cq, now)
+            sync_checks(wl, cq, now)
         if not k.is_true(wl, k.ADMITTED):
             if not k.is_true(wl, k.QUOTA_RESERVED):
-                blocker = _queue_blocker(queue_name, lq, cq_name, cq, world)
+                blocker = queue_blocker(queue_name, lq, cq_name, cq, world)
                 if blocker:
                     k.set_condition(
                         conds,
@@ -432,8 +424,8 @@ class Kueue:
                         now=now,
                         generation=generation,
                     )
-            if _sync_admitted(wl, now):
-                events.append(_admitted_event(wl, now_epoch))
+            if sync_admitted(wl, now):
+                events.append(admitted_event(wl, now_epoch))
         if k.is_true(wl, k.QUOTA_RESERVED) and not k.is_true(wl, k.EVICTED):
             checks = status.get("admissionChecks") or []
             rejected = [c for c in checks if c.get("state") == k.REJECTED]
@@ -511,7 +503,7 @@ class Kueue:
             generation=wl["metadata"].get("generation"),
         )
         status.pop("admission", None)
-        _sync_admitted(wl, now)
+        sync_admitted(wl, now)
 
     # ---------------------------------------------------------------------------- the scheduler
 
@@ -528,15 +520,15 @@ class Kueue:
             cq = self._schedulable_in(wl, world)
             if cq is not None:
                 pending.append((wl, cq))
-        pending.sort(key=lambda p: (-_priority(p[0]), _queue_time(p[0]), key_of(p[0])))
+        pending.sort(key=lambda p: (-priority(p[0]), queue_time(p[0]), key_of(p[0])))
         blocked: set[str] = set()
         writes = 0
         for wl, cq in pending:
             cq_name = cq["metadata"]["name"]
             if cq_name in blocked:
                 continue
-            assignment, message, requests = _assign(wl, cq, tree, world)
-            if not _namespace_matches(wl, cq, self.ctx.store):
+            assignment, message, requests = assign(wl, cq, tree, world)
+            if not namespace_matches(wl, cq, self.ctx.store):
                 assignment, message = None, "Workload namespace doesn't match ClusterQueue selector"
             if assignment is None:
                 if (cq.get("spec") or {}).get("queueingStrategy") == "StrictFIFO":
@@ -575,7 +567,7 @@ class Kueue:
         requeued = k.find(status.get("conditions"), k.REQUEUED)
         if requeued is not None and requeued.get("status") == "False":
             return None
-        requeue_at = _epoch((status.get("requeueState") or {}).get("requeueAt"))
+        requeue_at = parse_time((status.get("requeueState") or {}).get("requeueAt"))
         if requeue_at > self.ctx.clock():
             self._due(requeue_at)
             return None
@@ -591,7 +583,7 @@ class Kueue:
     def _not_fit(self, wl: dict[str, Any], message: str, requests: list[dict[str, Any]]) -> None:
         if k.is_true(wl, k.QUOTA_RESERVED):
             return
-        now = _text(self.ctx.clock())
+        now = format_time(self.ctx.clock())
         status = wl.setdefault("status", {})
         conds = status.setdefault("conditions", [])
         k.set_condition(
@@ -604,7 +596,7 @@ class Kueue:
             generation=wl["metadata"].get("generation"),
         )
         status["resourceRequests"] = requests
-        _sync_admitted(wl, now)
+        sync_admitted(wl, now)
 
     def _reserve(
         self,
@@ -617,7 +609,7 @@ class Kueue:
         if k.is_true(wl, k.QUOTA_RESERVED):
             return
         now_epoch = self.ctx.clock()
-        now = _text(now_epoch)
+        now = format_time(now_epoch)
         generation = wl["metadata"].get("generation")
         status = wl.setdefault("status", {})
         conds = status.setdefault("conditions", [])
@@ -645,7 +637,7 @@ class Kueue:
                     now=now,
                     generation=generation,
                 )
-        queued_since = _epoch(
+        queued_since = parse_time(
             (k.find(conds, k.REQUEUED) or {}).get("lastTransitionTime")
             or wl["metadata"].get("creationTimestamp")
         )
@@ -657,9 +649,9 @@ class Kueue:
                 False,
             )
         )
-        _sync_checks(wl, cq, now)
-        if _sync_admitted(wl, now):
-            events.append(_admitted_event(wl, now_epoch))
+        sync_checks(wl, cq, now)
+        if sync_admitted(wl, now):
+            events.append(admitted_event(wl, now_epoch))
 
     # ------------------------------------------------------------------------ queue status objects
 
@@ -681,7 +673,7 @@ class Kueue:
                 pending[cq_name] = pending.get(cq_name, 0) + 1
                 lq_pending[lq_key] = lq_pending.get(lq_key, 0) + 1
         writes = 0
-        now = _text(self.ctx.clock())
+        now = format_time(self.ctx.clock())
         for name, cq in world.cluster_queues.items():
             held = reserving.get(name, [])
             inactive = world.inactive.get(name)
@@ -697,9 +689,9 @@ class Kueue:
                 status["reservingWorkloads"] = len(held)
                 status["admittedWorkloads"] = sum(1 for w in held if k.is_true(w, k.ADMITTED))
                 groups = (cur.get("spec") or {}).get("resourceGroups") or []
-                status["flavorsReservation"] = _flavor_usage(groups, held, borrowed=True)
+                status["flavorsReservation"] = flavor_usage(groups, held, borrowed=True)
                 admitted = [w for w in held if k.is_true(w, k.ADMITTED)]
-                status["flavorsUsage"] = _flavor_usage(groups, admitted, borrowed=True)
+                status["flavorsUsage"] = flavor_usage(groups, admitted, borrowed=True)
                 reason, message = inactive or ("Ready", "Can admit new workloads")
                 k.set_condition(
                     status.setdefault("conditions", []),
@@ -738,9 +730,9 @@ class Kueue:
                 status["reservingWorkloads"] = len(held)
                 status["admittedWorkloads"] = sum(1 for w in held if k.is_true(w, k.ADMITTED))
                 groups = ((cq or {}).get("spec") or {}).get("resourceGroups") or []
-                status["flavorsReservation"] = _flavor_usage(groups, held, borrowed=False)
+                status["flavorsReservation"] = flavor_usage(groups, held, borrowed=False)
                 admitted = [w for w in held if k.is_true(w, k.ADMITTED)]
-                status["flavorsUsage"] = _flavor_usage(groups, admitted, borrowed=False)
+                status["flavorsUsage"] = flavor_usage(groups, admitted, borrowed=False)
                 k.set_condition(
                     status.setdefault("conditions", []),
                     "Active",
@@ -754,310 +746,3 @@ class Kueue:
             if self._write("localqueues", lq, lq_status, status=True, manager=k.MANAGER):
                 writes += 1
         return writes
-
-
-# ------------------------------------------------------------------------------------------ helpers
-
-
-def find_condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    return k.find((obj.get("status") or {}).get("conditions"), kind)
-
-
-def _strategy_checks(cq: dict[str, Any]) -> list[dict[str, Any]]:
-    strategy = (cq.get("spec") or {}).get("admissionChecksStrategy") or {}
-    return list(strategy.get("admissionChecks") or [])
-
-
-def _cq_flavors(cq: dict[str, Any]) -> set[str]:
-    return {
-        f["name"]
-        for group in (cq.get("spec") or {}).get("resourceGroups") or []
-        for f in group.get("flavors") or []
-    }
-
-
-def _checks_for(wl: dict[str, Any], cq: dict[str, Any]) -> list[str]:
-    """workload.AdmissionChecksForWorkload: with an admission, the checks on its flavors; before one,
-    only those that apply to every flavor of the ClusterQueue (an empty onFlavors means all)."""
-    all_flavors = _cq_flavors(cq)
-    admitted_on = k.admission_flavors(wl) if (wl.get("status") or {}).get("admission") else None
-    names = []
-    for check in _strategy_checks(cq):
-        on = set(check.get("onFlavors") or []) or all_flavors
-        if admitted_on is not None:
-            if admitted_on & on:
-                names.append(check["name"])
-        elif on >= all_flavors:
-            names.append(check["name"])
-    return sorted(set(names))
-
-
-def _sync_checks(wl: dict[str, Any], cq: dict[str, Any], now: str) -> None:
-    """syncAdmissionCheckConditions: missing checks added as Pending, others dropped, sorted by name."""
-    status = wl.setdefault("status", {})
-    wanted = _checks_for(wl, cq)
-    current = {c.get("name"): c for c in status.get("admissionChecks") or []}
-    merged = [
-        current.get(name) or {"name": name, "state": k.PENDING, "message": "", "lastTransitionTime": now}
-        for name in wanted
-    ]
-    if merged:
-        status["admissionChecks"] = merged
-    else:
-        status.pop("admissionChecks", None)
-
-
-def _sync_admitted(wl: dict[str, Any], now: str) -> bool:
-    """workload.SyncAdmittedCondition with UnadmittedWorkloadsObservability off; True when it admitted."""
-    status = wl.setdefault("status", {})
-    conds = status.setdefault("conditions", [])
-    reserved = k.is_true(wl, k.QUOTA_RESERVED)
-    ready = all(c.get("state") == k.READY for c in status.get("admissionChecks") or [])
-    admitted = k.is_true(wl, k.ADMITTED)
-    if admitted == (reserved and ready):
-        return False
-    generation = wl["metadata"].get("generation")
-    if reserved and ready:
-        k.set_condition(
-            conds, k.ADMITTED, True, "Admitted", "The workload is admitted", now=now, generation=generation
-        )
-        return True
-    if not reserved and not ready:
-        reason, message = (
-            "NoReservationUnsatisfiedChecks",
-            "The workload has no reservation and not all checks ready",
-        )
-    elif not reserved:
-        reason, message = "NoReservation", "The workload has no reservation"
-    else:
-        reason, message = "UnsatisfiedChecks", "The workload has not all checks ready"
-    if admitted:
-        since = _epoch((k.find(conds, k.ADMITTED) or {}).get("lastTransitionTime"))
-        ran = max(0, int(_epoch(now) - since))
-        status["accumulatedPastExecutionTimeSeconds"] = (
-            int(status.get("accumulatedPastExecutionTimeSeconds") or 0) + ran
-        )
-    k.set_condition(conds, k.ADMITTED, False, reason, message, now=now, generation=generation)
-    return False
-
-
-def _admitted_event(wl: dict[str, Any], now_epoch: float) -> tuple[str, str, bool]:
-    status = wl.get("status") or {}
-    reserved_at = _epoch((k.find(status.get("conditions"), k.QUOTA_RESERVED) or {}).get("lastTransitionTime"))
-    cq = (status.get("admission") or {}).get("clusterQueue", "")
-    wait = max(0, round(now_epoch - reserved_at))
-    return "Admitted", f"Admitted by ClusterQueue {cq}, wait time since reservation was {wait}s", False
-
-
-def _queue_blocker(
-    queue_name: str, lq: dict[str, Any] | None, cq_name: str, cq: dict[str, Any] | None, world: World
-) -> str:
-    """getQueueBlocker's messages (the legacy Inadmissible reason)."""
-    if lq is None:
-        return f"LocalQueue {queue_name} doesn't exist"
-    if ((lq.get("spec") or {}).get("stopPolicy") or "None") != "None":
-        return f"LocalQueue {queue_name} is inactive"
-    if cq is None:
-        return f"ClusterQueue {cq_name} doesn't exist"
-    if cq_name in world.inactive:
-        return f"ClusterQueue {cq_name} is inactive"
-    return ""
-
-
-def _priority(wl: dict[str, Any]) -> int:
-    return int((wl.get("spec") or {}).get("priority") or 0)
-
-
-def _queue_time(wl: dict[str, Any]) -> float:
-    """Ordering.GetQueueOrderTimestamp: an admission-check eviction requeues at the eviction's time."""
-    evicted = find_condition(wl, k.EVICTED)
-    if evicted and evicted.get("status") == "True" and evicted.get("reason") == k.EVICTED_BY_ADMISSION_CHECK:
-        return _epoch(evicted.get("lastTransitionTime"))
-    return _epoch(wl["metadata"].get("creationTimestamp"))
-
-
-def _namespace_matches(wl: dict[str, Any], cq: dict[str, Any], store: Any) -> bool:
-    namespace = store.get("namespaces", None, wl["metadata"]["namespace"]) or {}
-    labels = (namespace.get("metadata") or {}).get("labels") or {}
-    return label_selector_matches((cq.get("spec") or {}).get("namespaceSelector"), labels)
-
-
-def _assign(
-    wl: dict[str, Any], cq: dict[str, Any], tree: QuotaTree, world: World
-) -> tuple[list[dict[str, Any]] | None, str, list[dict[str, Any]]]:
-    """The first flavor of each resource group that fits every pod set, in order (flavorassigner,
-    without preemption); (assignments, "", requests) or (None, why, requests)."""
-    node = tree.queues[cq["metadata"]["name"]]
-    groups = (cq.get("spec") or {}).get("resourceGroups") or []
-    assumed: dict[tuple[str, str], Decimal] = {}
-    assignments: list[dict[str, Any]] = []
-    requests_out: list[dict[str, Any]] = []
-    failures: list[str] = []
-    for podset in (wl.get("spec") or {}).get("podSets") or []:
-        name = podset.get("name", k.DEFAULT_PODSET)
-        requests = k.podset_requests(podset)
-        requests_out.append(
-            {"name": name, "resources": {r: k.format_amount(r, v) for r, v in sorted(requests.items())}}
-        )
-        pod_spec = ((podset.get("template") or {}).get("spec")) or {}
-        flavors: dict[str, str] = {}
-        reasons: list[str] = []
-        covered = {r for g in groups for r in g.get("coveredResources") or []}
-        for resource in sorted(set(requests) - covered):
-            reasons.append(f"resource {resource} unavailable in ClusterQueue")
-        for group in groups:
-            needed = [r for r in group.get("coveredResources") or [] if r in requests]
-            if not needed:
-                continue
-            chosen = None
-            for flavor in group.get("flavors") or []:
-                fname = flavor["name"]
-                mismatch = _flavor_mismatch(pod_spec, world.flavors.get(fname))
-                if mismatch:
-                    reasons.append(f"flavor {fname} {mismatch}")
-                    continue
-                fits = True
-                for resource in needed:
-                    fr = (fname, resource)
-                    before = assumed.get(fr, ZERO)
-                    value = before + requests[resource]
-                    ceiling = node.potential_available(fr)
-                    if value > ceiling:
-                        reasons.append(
-                            f"insufficient quota for {resource} in flavor {fname}, previously considered "
-                            f"podsets requests ({k.format_amount(resource, before)}) + current podset "
-                            f"request ({k.format_amount(resource, requests[resource])}) > maximum capacity "
-                            f"({k.format_amount(resource, ceiling)})"
-                        )
-                        fits = False
-                    elif value > node.available(fr):
-                        more = value - node.available(fr)
-                        reasons.append(
-                            f"insufficient unused quota for {resource} in flavor {fname}, "
-                            f"{k.format_amount(resource, more)} more needed"
-                        )
-                        fits = False
-                if fits:
-                    chosen = fname
-                    break
-            if chosen is None:
-                break
-            for resource in needed:
-                flavors[resource] = chosen
-        if len(flavors) < len(requests):
-            failures.append(f"couldn't assign flavors to pod set {name}: {', '.join(sorted(set(reasons)))}")
-            continue
-        for resource, fname in flavors.items():
-            assumed[(fname, resource)] = assumed.get((fname, resource), ZERO) + requests[resource]
-        assignments.append(
-            {
-                "name": name,
-                "flavors": dict(sorted(flavors.items())),
-                "resourceUsage": {r: k.format_amount(r, requests[r]) for r in sorted(flavors)},
-                "count": int(podset.get("count", 1)),
-            }
-        )
-    if failures:
-        return None, "; ".join(failures), requests_out
-    return assignments, "", requests_out
-
-
-def _flavor_mismatch(pod_spec: dict[str, Any], flavor: dict[str, Any] | None) -> str:
-    """Why a flavor cannot hold these pods: their node selector contradicts its node labels, or they
-    do not tolerate one of its node taints (flavorassigner.checkFlavorForPodSets, simplified)."""
-    spec = (flavor or {}).get("spec") or {}
-    selector = pod_spec.get("nodeSelector") or {}
-    for key, value in (spec.get("nodeLabels") or {}).items():
-        if key in selector and selector[key] != value:
-            return "doesn't match node affinity"
-    tolerations = pod_spec.get("tolerations") or []
-    for taint in spec.get("nodeTaints") or []:
-        if not any(_tolerates(t, taint) for t in tolerations):
-            value = f"={taint['value']}" if taint.get("value") else ""
-            return f"untolerated taint {{{taint.get('key')}{value}:{taint.get('effect')}}} in flavor"
-    return ""
-
-
-def _tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
-    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
-        return False
-    if toleration.get("operator") == "Exists":
-        return not toleration.get("key") or toleration["key"] == taint.get("key")
-    return toleration.get("key") == taint.get("key") and toleration.get("value", "") == taint.get("value", "")
-
-
-def _flavor_usage(
-    groups: list[dict[str, Any]], workloads: list[dict[str, Any]], *, borrowed: bool
-) -> list[dict[str, Any]]:
-    """ClusterQueue/LocalQueue flavorsReservation and flavorsUsage: every flavor and resource of the
-    queue's resource groups, in order, with the total held and (ClusterQueue) what is borrowed."""
-    used: dict[tuple[str, str], Decimal] = {}
-    for wl in workloads:
-        for fr, value in k.admission_usage(wl).items():
-            used[fr] = used.get(fr, ZERO) + value
-    out = []
-    for group in groups:
-        for flavor in group.get("flavors") or []:
-            resources = []
-            for res in flavor.get("resources") or []:
-                total = used.get((flavor["name"], res["name"]), ZERO)
-                entry: dict[str, Any] = {"name": res["name"], "total": k.format_amount(res["name"], total)}
-                if borrowed:
-                    over = max(ZERO, total - amount(res.get("nominalQuota", 0)))
-                    entry["borrowed"] = k.format_amount(res["name"], over)
-                resources.append(entry)
-            out.append({"name": flavor["name"], "resources": resources})
-    return out
-
-
-def _suspend(job: dict[str, Any]) -> None:
-    job.setdefault("spec", {})["suspend"] = True
-
-
-def _deactivate(wl: dict[str, Any]) -> None:
-    wl.setdefault("spec", {})["active"] = False
-
-
-def _drop_finalizer(wl: dict[str, Any]) -> None:
-    meta = wl["metadata"]
-    meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != k.FINALIZER]
-    if not meta["finalizers"]:
-        del meta["finalizers"]
-
-
-def _restore_template(wl: dict[str, Any]) -> dict[str, Any] | None:
-    """The pod template as the Job had it before admission: the Workload's first pod set keeps it."""
-    podsets = (wl.get("spec") or {}).get("podSets") or []
-    if not podsets:
-        return None
-    return json.loads(json.dumps(podsets[0].get("template") or {}))
-
-
-def _template_directives_of(template: dict[str, Any]) -> tuple[Any, ...]:
-    spec = template.get("spec") or {}
-    return (
-        (template.get("metadata") or {}).get("labels") or {},
-        spec.get("nodeSelector") or {},
-        spec.get("tolerations") or [],
-    )
-
-
-def _template_directives(job: dict[str, Any]) -> tuple[Any, ...]:
-    return _template_directives_of((job.get("spec") or {}).get("template") or {})
-
-
-def _set_template(job: dict[str, Any], template: dict[str, Any]) -> None:
-    """Write the scheduling directives of `template` (labels, node selector, tolerations) on the Job."""
-    target = job.setdefault("spec", {}).setdefault("template", {})
-    labels, selector, tolerations = _template_directives_of(template)
-    meta = target.setdefault("metadata", {})
-    if labels:
-        meta["labels"] = labels
-    else:
-        meta.pop("labels", None)
-    spec = target.setdefault("spec", {})
-    for key, value in (("nodeSelector", selector), ("tolerations", tolerations)):
-        if value:
-            spec[key] = value
-        else:
-            spec.pop(key, None)
