@@ -1,4 +1,4 @@
-"""python -m kubesim --scenario NAME --nodes N --seed S --port P --kubeconfig FILE [--objects DIR] ..."""
+"""python -m kubesim --scenario NAME --nodes N --seed S --kubeconfig FILE [--objects DIR] [--kueue] ..."""
 
 from __future__ import annotations
 
@@ -25,6 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--objects", help="a folder (or file) of YAML/JSON objects to load")
     parser.add_argument(
         "--replace", action="store_true", help="load only --objects, not the scenario's objects"
+    )
+    parser.add_argument(
+        "--kueue",
+        action="store_true",
+        help="install Kueue v0.19.2's CRDs at startup (the kueue controller plays Kueue's part)",
     )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--no-controllers", action="store_true")
@@ -65,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             continue_ttl=args.continue_ttl,
             token=args.token,
             tls=not args.plain_http,
+            kueue=args.kueue,
         )
     except ValueError as exc:
         parser.error(str(exc))

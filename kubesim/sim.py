@@ -25,6 +25,7 @@ from kubesim.pagination import Paginator
 from kubesim.request_log import RequestLog
 from kubesim.rest import Api
 from kubesim.scenarios import NAMES, build
+from kubesim.scenarios.kueue import kueue_crds
 from kubesim.server import KubeHTTPServer, ServerThread
 from kubesim.store import DEFAULT_HISTORY_WINDOW, Store
 from kubesim.tls import ServingCertificates, generate
@@ -186,6 +187,7 @@ def start(
     token: str | None = None,
     tls: bool = True,
     request_log: bool = False,
+    kueue: bool = False,
 ) -> Sim:
     """Start a simulator serving on host:port (0: any free port) and write its kubeconfig.
 
@@ -195,12 +197,16 @@ def start(
     controller, churn included; or the names of the ones to run.
     objects_dir: files loaded on top of the scenario's objects (replacing them with replace=True).
     request_log: record each request's verb and resource in ``sim.api.request_log`` (RBAC checks).
+    kueue: install Kueue's CRDs (kubesim/crds/kueue-v0.19.2) at startup; the `kueue` controller, when
+    running, then plays Kueue's part (docs/kubesim-scenarios.md).
     """
     store = Store(history_window=history_window, seed=seed)
     objects, truth = scenario_objects(scenario, nodes=nodes, seed=seed)
     if objects_dir is not None:
         loaded = load_objects(objects_dir)
         objects = loaded.objects if replace else [*objects, *loaded.objects]
+    if kueue:
+        objects = [*kueue_crds(), *objects]
     store.bulk_load(objects)
     faults = Faults(seed)
     token = token or secrets.token_urlsafe(24)

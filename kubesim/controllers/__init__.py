@@ -21,6 +21,7 @@ from kubesim.controllers.churn import Churn
 from kubesim.controllers.device_plugin import DevicePlugin
 from kubesim.controllers.disruption import DisruptionController
 from kubesim.controllers.dra_allocator import DraAllocator
+from kubesim.controllers.kueue import Kueue
 from kubesim.controllers.mig_manager import MigManager
 from kubesim.controllers.pod_lifecycle import PodLifecycle
 from kubesim.controllers.scheduler import Scheduler
@@ -32,6 +33,7 @@ CONTROLLER_NAMES = (
     "device-plugin",
     "pod-lifecycle",
     "disruption",
+    "kueue",
     "churn",
 )
 # Churn changes the cluster on its own, so it runs only when asked for.
@@ -140,6 +142,8 @@ def start_controllers(
         controllers.append(PodLifecycle(ctx))
     if "disruption" in names:
         controllers.append(DisruptionController(ctx))
+    if "kueue" in names:
+        controllers.append(Kueue(ctx))
     if "churn" in names:
         controllers.append(Churn(ctx, rate=churn_rate))
     controller_set = ControllerSet(cache, controllers, tick=tick)

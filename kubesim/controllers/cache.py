@@ -13,6 +13,15 @@ from collections import deque
 from typing import Any
 
 Key = tuple[str, str]  # (namespace or "", name)
+KUEUE_RESOURCES = (
+    "workloads",
+    "clusterqueues",
+    "localqueues",
+    "cohorts",
+    "resourceflavors",
+    "admissionchecks",
+    "workloadpriorityclasses",
+)
 WATCHED = (
     "nodes",
     "pods",
@@ -22,6 +31,9 @@ WATCHED = (
     "resourceclaimtemplates",
     "configmaps",
     "poddisruptionbudgets",
+    "jobs",
+    # Kueue's kinds, served once its CRDs are installed (kubesim/crds); absent tables are skipped.
+    *KUEUE_RESOURCES,
 )
 TERMINAL = ("Succeeded", "Failed")
 
@@ -47,9 +59,15 @@ class Cache:
         # The scheduler retries unschedulable pods only after it moves.
         self.capacity_epoch = 0
         self.changes = 0
+        # Changes per resource, so a controller can skip a pass when nothing it reads has moved.
+        self.generation: dict[str, int] = dict.fromkeys(WATCHED, 0)
         store.add_listener(self._on_event)
         for resource in WATCHED:
-            for obj in store.list_readonly(resource):
+            try:
+                current = store.list_readonly(resource)
+            except KeyError:
+                continue  # a custom resource whose CRD is not installed (yet)
+            for obj in current:
                 self.objects[resource][key_of(obj)] = obj
 
     def close(self) -> None:
@@ -103,6 +121,7 @@ class Cache:
         self._note(resource, current, obj)
 
     def _note(self, resource: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        self.generation[resource] += 1
         if resource in ("nodes", "resourceslices", "deviceclasses"):
             self.capacity_epoch += 1
         elif resource == "pods":
