@@ -276,7 +276,7 @@ def _resource_groups(
             groups.remove(group)
             merged.extend(group)
         groups.append(sorted(merged))
-    result = []
+    result: list[dict[str, Any]] = []
     for group in sorted(groups, key=lambda g: covers[g[0]]):
         resources = covers[group[0]]
         odd = [n for n in group if covers[n] != resources]

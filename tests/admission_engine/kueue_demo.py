@@ -3,7 +3,9 @@ Kueue compiler's input: built from the demo's own tables and kubesim's "mixed" s
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
+from typing import Any
 
 from demo.capacity import CLASSES, FLAVORS, QUOTAS
 from demo.management.commands.demo import DEMO_NODES
@@ -45,7 +47,7 @@ def demo_nodes() -> tuple[NodeInput, ...]:
     return tuple(nodes)
 
 
-def demo_input(**changes) -> CompileInput:
+def demo_input(**changes: Any) -> CompileInput:
     nodes = demo_nodes()
     pools = {n.pool for n in nodes}
     flavors = tuple(
@@ -62,26 +64,25 @@ def demo_input(**changes) -> CompileInput:
     first_resource = {f.name: f.resources[0].name for f in flavors}
     queues = [QueueInput(tenant=slug, name="default") for slug in QUOTAS]
     queues.append(QueueInput(tenant="vision", name="interactive", strategy="StrictFIFO"))
-    values = {
-        "cluster": "demo",
-        "pool_label": DEFAULT_POOL_LABEL,
-        "nodes": nodes,
-        "flavors": flavors,
-        "tenants": tuple(
+    spec = CompileInput(
+        cluster="demo",
+        pool_label=DEFAULT_POOL_LABEL,
+        nodes=nodes,
+        flavors=flavors,
+        tenants=tuple(
             TenantInput(slug=slug, parent=parent, namespaces=tuple(namespaces))
             for slug, _, _, parent, namespaces in TREE
         ),
-        "quotas": tuple(
+        quotas=tuple(
             QuotaInput(tenant=slug, flavor=flavor, resource=first_resource[flavor], nominal=nominal)
             for slug, nominals in QUOTAS.items()
             for flavor, nominal in nominals.items()
             if flavor in first_resource
         ),
-        "queues": tuple(queues),
-        "priority_classes": tuple(
+        queues=tuple(queues),
+        priority_classes=tuple(
             PriorityClassInput(name=name, value=value, preemptible=preemptible)
             for name, value, preemptible in CLASSES
         ),
-    }
-    values.update(changes)
-    return CompileInput(**values)
+    )
+    return dataclasses.replace(spec, **changes)
