@@ -129,6 +129,11 @@ urlpatterns = [
     path("tokens/<uuid:token_id>/revoke/", account_views.token_revoke, name="token-revoke"),
     path("audit/", audit_views.audit_log, name="audit-log"),
     path("inventory/", inventory_views.clusters, name="inventory"),
+    path(
+        "inventory/clusters/<uuid:cluster_id>/enforcement/",
+        inventory_views.cluster_enforcement,
+        name="inventory-cluster-enforcement",
+    ),
     path("inventory/pools/<uuid:pool_id>/", inventory_views.pool_detail, name="inventory-pool"),
     path("inventory/pools/<uuid:pool_id>/dashboard/", inventory_views.pool_dashboard, name="pool-dashboard"),
     path("inventory/nodes/<uuid:node_id>/", inventory_views.node_detail, name="inventory-node"),

@@ -19,10 +19,10 @@ from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from inventory.cluster_access import vet_uploaded
 from inventory.crypto import encrypt_text
 from inventory.kubeconfig import KubeconfigRefused, canonical_yaml
-from inventory.models import Allocation, Cluster, NodePool
+from inventory.models import Allocation, Cluster, EnforcementBackend, NodePool
 from tenants.models import Tenant
 
-CLUSTER_FIELDS = ("name", "api_endpoint", "in_cluster", "pool_label")
+CLUSTER_FIELDS = ("name", "api_endpoint", "in_cluster", "pool_label", "enforcement_backend")
 NAMESPACE_MOVED = "namespace_moved"  # Allocation.end_reason of an interval split by reattribute_namespace
 _UNSET: Any = object()
 
@@ -30,6 +30,15 @@ _UNSET: Any = object()
 def _require_platform_admin(actor: User) -> None:
     if not actor.is_platform_admin:
         raise Forbidden("Only platform-admins manage clusters.")
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in EnforcementBackend.values:
+        raise ValidationFailed(
+            f"Unknown enforcement backend {backend!r}; one of {', '.join(EnforcementBackend.values)}.",
+            code="unknown_enforcement_backend",
+            field="enforcement_backend",
+        )
 
 
 def _cluster_snapshot(cluster: Cluster) -> dict[str, Any]:
@@ -63,9 +72,11 @@ def create_cluster(
     kubeconfig: str = "",
     in_cluster: bool = False,
     pool_label: str = "",
+    enforcement_backend: str = EnforcementBackend.RESOURCEQUOTA,
 ) -> Cluster:
     """Register a cluster (platform-admins). Not idempotent: a taken name is a Conflict."""
     _require_platform_admin(actor)
+    _check_backend(enforcement_backend)
     if not kubeconfig and not in_cluster:
         raise ValidationFailed(
             "Give a kubeconfig or choose in-cluster credentials.", code="no_credentials", field="kubeconfig"
@@ -79,6 +90,7 @@ def create_cluster(
             api_endpoint=endpoint,
             kubeconfig_encrypted=encrypt_text(stored),
             in_cluster=in_cluster,
+            enforcement_backend=enforcement_backend,
             **({"pool_label": pool_label} if pool_label else {}),
         )
         try:
@@ -99,9 +111,13 @@ def update_cluster(
     kubeconfig: str = _UNSET,
     in_cluster: bool = _UNSET,
     pool_label: str = _UNSET,
+    enforcement_backend: str = _UNSET,
 ) -> Cluster:
-    """Change credentials or the pool label. Locks the cluster row; no event when nothing changed."""
+    """Change credentials, the pool label or the enforcement backend. Locks the cluster row; no
+    event when nothing changed."""
     _require_platform_admin(actor)
+    if enforcement_backend is not _UNSET:
+        _check_backend(enforcement_backend)
     replacement = None
     if kubeconfig is not _UNSET and kubeconfig:
         name = Cluster.objects.filter(pk=cluster_id).values_list("name", flat=True).first()
@@ -122,6 +138,8 @@ def update_cluster(
             cluster.in_cluster = in_cluster
         if pool_label is not _UNSET:
             cluster.pool_label = pool_label
+        if enforcement_backend is not _UNSET:
+            cluster.enforcement_backend = enforcement_backend
         cluster.save()
         after = _cluster_snapshot(cluster)
         if after != before or changed_secret:

@@ -8,7 +8,16 @@ from rest_framework import serializers
 
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from inventory.capacity import ModelCapacity
-from inventory.models import Allocation, Cluster, Gpu, Node, NodePool, ResourceClaim, SyncState
+from inventory.models import (
+    Allocation,
+    Cluster,
+    EnforcementBackend,
+    Gpu,
+    Node,
+    NodePool,
+    ResourceClaim,
+    SyncState,
+)
 from tenants.models import dns_label
 
 
@@ -49,6 +58,7 @@ class ClusterSerializer(StrictModelSerializer):
             "api_endpoint",
             "in_cluster",
             "pool_label",
+            "enforcement_backend",
             "kubeconfig",
             "sync_states",
             "parse_issue_count",
@@ -73,6 +83,7 @@ class ClusterUpdateSerializer(StrictSerializer):
     kubeconfig = serializers.CharField(required=False, max_length=200_000)
     in_cluster = serializers.BooleanField(required=False)
     pool_label = serializers.CharField(required=False, max_length=253)
+    enforcement_backend = serializers.ChoiceField(choices=EnforcementBackend.choices, required=False)
 
 
 def _ge() -> serializers.DecimalField:

@@ -23,7 +23,7 @@ from inventory.api.serializers import (
     ResourceClaimSerializer,
 )
 from inventory.capacity import pool_model_capacity
-from inventory.models import Allocation, Cluster, Gpu, Node, NodePool, ResourceClaim
+from inventory.models import Allocation, Cluster, EnforcementBackend, Gpu, Node, NodePool, ResourceClaim
 
 ReadOnly = (mixins.ListModelMixin, mixins.RetrieveModelMixin)
 
@@ -58,6 +58,7 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
             kubeconfig=data.get("kubeconfig", ""),
             in_cluster=data.get("in_cluster", False),
             pool_label=data.get("pool_label", ""),
+            enforcement_backend=data.get("enforcement_backend", EnforcementBackend.RESOURCEQUOTA),
         )
         return self._respond(cluster, status.HTTP_201_CREATED)
 

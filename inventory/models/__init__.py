@@ -1,6 +1,6 @@
 """Inventory models: clusters and their sync state, the fleet, DRA objects and the allocation ledger."""
 
-from inventory.models.clusters import Cluster, ParseIssueCount, SyncKind, SyncState
+from inventory.models.clusters import Cluster, EnforcementBackend, ParseIssueCount, SyncKind, SyncState
 from inventory.models.fleet import DeviceClass, Gpu, Node, NodePool, ResourceSlice, ShareableUnit, UnitKind
 from inventory.models.ledger import Allocation, HolderKind, ResourceClaim
 
@@ -8,6 +8,7 @@ __all__ = [
     "Allocation",
     "Cluster",
     "DeviceClass",
+    "EnforcementBackend",
     "Gpu",
     "HolderKind",
     "Node",

@@ -22,9 +22,17 @@ class SyncKind(models.TextChoices):
     PODS = "pods", "Pods"
 
 
+class EnforcementBackend(models.TextChoices):
+    """How the cluster is made to hold tenants to what they were granted (DESIGN §5.3); quotas fills
+    each one behind its enforcement port (quotas/enforcement/)."""
+
+    RESOURCEQUOTA = "resourcequota", "ResourceQuota per tenant namespace"
+    KUEUE = "kueue", "Kueue (quota tree compiled into its objects)"
+
+
 class Cluster(models.Model):
-    """A Kubernetes cluster: where to reach it (kubeconfig encrypted at rest, or in-cluster) and
-    which node label groups nodes into pools."""
+    """A Kubernetes cluster: where to reach it (kubeconfig encrypted at rest, or in-cluster), which
+    node label groups nodes into pools, and which enforcement backend holds tenants to their grants."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=63, unique=True, validators=[dns_label])
@@ -32,6 +40,9 @@ class Cluster(models.Model):
     kubeconfig_encrypted = models.TextField(blank=True, editable=False)
     in_cluster = models.BooleanField(default=False)
     pool_label = models.CharField(max_length=253, default=DEFAULT_POOL_LABEL)
+    enforcement_backend = models.CharField(
+        max_length=16, choices=EnforcementBackend.choices, default=EnforcementBackend.RESOURCEQUOTA
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
     # Full resync: when it last ran and how many rows it had to repair (0 = the watch kept up).

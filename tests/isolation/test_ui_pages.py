@@ -58,6 +58,8 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
         lambda cast: {"membership_id": Membership.objects.get(tenant=cast.nlp, user=cast.bob).pk}
     ],
     "token-revoke": [lambda cast: {"token_id": ApiToken.objects.filter(user=cast.bob).first().pk}],
+    # A platform object: its one action (the enforcement backend) is no one else's to take.
+    "inventory-cluster-enforcement": [lambda cast: {"cluster_id": inv.cluster().pk}],
     "inventory-pool": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "pool-dashboard": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "inventory-node": [lambda cast: {"node_id": inv.node().pk}],
