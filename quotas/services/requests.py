@@ -22,7 +22,7 @@ from quotas.dispatch import materialise_after_commit
 from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor, PriorityClass, Queue, RequestTransition
 from quotas.models.requests import HOLDING, ApprovalState
-from quotas.runner.decide import AdmissionRun, decide_cohort, persist, request_ge
+from quotas.runner.decide import decide_cohort, persist, request_ge
 from quotas.runner.inputs import micros, root_id_of, with_fallbacks
 from quotas.runner.locks import lock_cohorts, lock_flavors
 from quotas.scoping import usable_by
@@ -313,17 +313,18 @@ def submit_request(
                 if f is the_flavor or f.approval_above is not None
             ):
                 request.approval = ApprovalState.AWAITING
-            outcome, snapshot_names = decide_cohort(
+            outcome, snapshot_rows = decide_cohort(
                 root_path=f"/{root_id_of(the_tenant.path).hex}/",
                 flavors=the_flavors,
                 now=now,
                 extra=[request],
-                only=str(request.pk),
+                arrival_id=str(request.pk),
                 check=refuse_impossible,
             )
-            written = persist(outcome=outcome, names=snapshot_names, now=now)  # inserts it, decided
+            persisted = persist(outcome=outcome, snapshot_rows=snapshot_rows, now=now)  # inserts it, decided
+            written = persisted.transitions
             record_event(actor=actor, action="capacity_request.created", obj=request, after=_summary(request))
-            _after(outcome)
+            materialise_after_commit([*persisted.admitted, *persisted.preempted])
     except IntegrityError as exc:
         # The same key with another body, committed by a twin on another cohort meanwhile.
         raise Conflict(
@@ -349,10 +350,6 @@ def _summary(request: CapacityRequest) -> dict[str, Any]:
         "priority_class": str(request.priority_class_id),
         "state": request.state,
     }
-
-
-def _after(outcome: AdmissionRun) -> None:
-    materialise_after_commit([*outcome.admitted, *outcome.preempted])
 
 
 def _visible_request(actor: User, request_id: uuid.UUID | str) -> CapacityRequest:
@@ -401,11 +398,10 @@ def _end(
             before={"state": before},
             after={"state": row.state},
         )
-        outcome, names = decide_cohort(root_path=root_path, flavors=flavors, now=now)
-        persist(outcome=outcome, names=names, now=now)
-        if before in HOLDING:
-            outcome.preempted.append(row.pk)  # its cluster objects must be lowered or removed
-        _after(outcome)
+        outcome, snapshot_rows = decide_cohort(root_path=root_path, flavors=flavors, now=now)
+        persisted = persist(outcome=outcome, snapshot_rows=snapshot_rows, now=now)
+        ended = [row.pk] if before in HOLDING else []  # its cluster objects must be lowered or removed
+        materialise_after_commit([*persisted.admitted, *persisted.preempted, *ended])
     return row
 
 
@@ -495,8 +491,8 @@ def decide_approval(
             after={"approval": row.approval, "note": note},
         )
         if approve:
-            outcome, names = decide_cohort(root_path=root_path, flavors=flavors, now=now)
-            persist(outcome=outcome, names=names, now=now)
-            _after(outcome)
+            outcome, snapshot_rows = decide_cohort(root_path=root_path, flavors=flavors, now=now)
+            persisted = persist(outcome=outcome, snapshot_rows=snapshot_rows, now=now)
+            materialise_after_commit([*persisted.admitted, *persisted.preempted])
     row.refresh_from_db()
     return row
