@@ -53,6 +53,22 @@ def _page_commit_without_flush() -> None:
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
 
+@dataclass(frozen=True)
+class Relist:
+    """Queued by a watch that answered 410 Gone, in place of an event: its kind must be listed again."""
+
+
+@dataclass(frozen=True)
+class Queued:
+    """What a watch reader hands the writer: an event, a failure to show in the cluster's health, or
+    a call to re-list. ``generation`` is the reader's: a re-list starts new readers, and what the old
+    ones queued meanwhile is dropped."""
+
+    kind: str
+    generation: int
+    item: kube.WatchEvent | kube.KubeError | Relist
+
+
 @dataclass
 class SyncReport:
     changes: dict[str, int] = field(default_factory=dict)
@@ -71,7 +87,7 @@ class ClusterSync:
         self.ctx = SyncContext(cluster=cluster)
         self.versions: dict[str, str] = {}
         self.stop_event = threading.Event()
-        self._queue: queue.Queue[tuple[str, int, Any]] = queue.Queue(maxsize=50_000)
+        self._queue: queue.Queue[Queued] = queue.Queue(maxsize=50_000)
         self._generation: dict[str, int] = dict.fromkeys(KIND_ORDER, 0)
         self.timings: dict[str, float] = {}  # seconds of the last list per kind
 
@@ -147,15 +163,15 @@ class ClusterSync:
                 ):
                     if event.resource_version:
                         version = event.resource_version
-                    self._queue.put((kind, generation, event))
+                    self._queue.put(Queued(kind, generation, event))
                     attempt = 0
                     if self.stop_event.is_set() or self._generation[kind] != generation:
                         return
             except kube.Gone:
-                self._queue.put((kind, generation, "relist"))
+                self._queue.put(Queued(kind, generation, Relist()))
                 return
             except kube.KubeError as exc:
-                self._queue.put((kind, generation, exc))
+                self._queue.put(Queued(kind, generation, exc))
                 time.sleep(backoff_delay(attempt, retry_after=exc.retry_after))
                 attempt += 1
             finally:
@@ -201,8 +217,8 @@ class ClusterSync:
         for kind in KIND_ORDER:
             self._generation[kind] += 1
 
-    def _next_batch(self) -> list[tuple[str, int, Any]]:
-        batch: list[tuple[str, int, Any]] = []
+    def _next_batch(self) -> list[Queued]:
+        batch: list[Queued] = []
         deadline = time.monotonic() + BATCH_SECONDS
         while len(batch) < BATCH_EVENTS:
             timeout = deadline - time.monotonic()
@@ -214,18 +230,21 @@ class ClusterSync:
                 break
         return batch
 
-    def apply_batch(self, batch: list[tuple[str, int, Any]]) -> set[str]:
+    def apply_batch(self, batch: list[Queued]) -> set[str]:
         """Apply queued events, latest state per object, kinds in order; returns kinds to re-list."""
         relist: set[str] = set()
-        latest: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {kind: {} for kind in KIND_ORDER}
+        latest: dict[str, dict[str, kube.WatchEvent]] = {kind: {} for kind in KIND_ORDER}
+        # Holders deleted within the batch: the state they last had before, by key.
+        last_live: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in KIND_ORDER}
         versions: dict[str, str] = {}
         counts: dict[str, int] = dict.fromkeys(KIND_ORDER, 0)
-        for kind, generation, item in batch:
-            if generation != self._generation[kind]:
+        for queued in batch:
+            kind, item = queued.kind, queued.item
+            if queued.generation != self._generation[kind]:
                 continue  # from a watch that a re-list has replaced
-            if item == "relist":
+            if isinstance(item, Relist):
                 relist.add(kind)
-            elif isinstance(item, Exception):
+            elif isinstance(item, kube.KubeError):
                 self._record_error(kind, item)
             elif item.type == "BOOKMARK":
                 versions[kind] = item.resource_version
@@ -237,17 +256,18 @@ class ClusterSync:
                 # an interval that began and ended between two batches is still recorded.
                 # (Holders only: their uids are never reused, unlike node or slice names.)
                 holder = kind in (SyncKind.PODS, SyncKind.RESOURCE_CLAIMS)
-                if holder and item.type == "DELETED" and previous is not None and previous[0] != "DELETED":
-                    latest[kind][key + "\0live"] = previous
-                latest[kind][key] = (item.type, item.object)
+                if holder and item.type == "DELETED" and previous is not None and previous.type != "DELETED":
+                    last_live[kind][key] = previous.object
+                latest[kind][key] = item
                 versions[kind] = item.resource_version
                 counts[kind] += 1
         with transaction.atomic():
             for kind in KIND_ORDER:
                 if kind in relist or not latest[kind]:
                     continue
-                live = [obj for kind_type, obj in latest[kind].values() if kind_type != "DELETED"]
-                gone = [obj for kind_type, obj in latest[kind].values() if kind_type == "DELETED"]
+                live = [e.object for e in latest[kind].values() if e.type != "DELETED"]
+                live += last_live[kind].values()
+                gone = [e.object for e in latest[kind].values() if e.type == "DELETED"]
                 if live:
                     apply_upserts(self.ctx, kind, live, listing=False)
                 if gone:
