@@ -14,7 +14,7 @@ class GpuplatformConfig(AppConfig):
             celery,  # noqa: F401
             lookups,  # noqa: F401
         )
-        from gpuplatform.health import collect_checks
+        from gpuplatform.health.checks import collect_checks
         from gpuplatform.metrics import register_collector
 
         register_collector("health", collect_checks)

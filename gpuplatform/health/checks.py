@@ -1,5 +1,8 @@
-"""/healthz: the process answers. /readyz: its dependencies answer (JSON, one entry per check).
-The same checks are metrics (``gpuplatform_check_ok``, ``_seconds``) at /metrics, for the chart's alerts."""
+"""/healthz: the process answers. /readyz: its dependencies answer (JSON, one entry per check), and
+whether the background loops still succeed: a stale loop makes it "degraded", still 200, since
+restarting this process would not restart a loop elsewhere; only a failed dependency is a 503.
+The same checks are metrics (``gpuplatform_check_ok``, ``_seconds``, ``gpuplatform_loop_stale``) at
+/metrics, for the chart's alerts."""
 
 from __future__ import annotations
 
@@ -10,8 +13,11 @@ import redis
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from prometheus_client.core import GaugeMetricFamily, Metric
+
+from gpuplatform.health.heartbeats import loop_health
 
 
 @never_cache
@@ -52,13 +58,34 @@ def _run_checks() -> dict[str, dict[str, object]]:
     return results
 
 
+def _loops() -> dict[str, object]:
+    """The loops that ever beat: how many, and each stale one with its last success. Names only (ids,
+    never cluster names): /readyz answers anyone, and the platform's names are for platform roles."""
+    now = timezone.now()
+    loops = loop_health(now=now)
+    return {
+        "count": len(loops),
+        "stale": [
+            {
+                "name": loop.name,
+                "last_success": loop.last_success.isoformat(),
+                "stale_after_seconds": loop.stale_after_seconds,
+            }
+            for loop in loops
+            if loop.stale
+        ],
+    }
+
+
 @never_cache
 def readyz(request: HttpRequest) -> JsonResponse:
     results = _run_checks()
     ready = all(result["ok"] for result in results.values())
-    return JsonResponse(
-        {"status": "ok" if ready else "unavailable", "checks": results}, status=200 if ready else 503
-    )
+    if not ready:
+        return JsonResponse({"status": "unavailable", "checks": results}, status=503)
+    loops = _loops()
+    status = "degraded" if loops["stale"] else "ok"
+    return JsonResponse({"status": status, "checks": results, "loops": loops}, status=200)
 
 
 def collect_checks() -> Iterable[Metric]:
@@ -69,7 +96,25 @@ def collect_checks() -> Iterable[Metric]:
     seconds = GaugeMetricFamily(
         "gpuplatform_check_seconds", "How long the dependency took to answer.", labels=["check"]
     )
-    for name, result in _run_checks().items():
+    results = _run_checks()
+    for name, result in results.items():
         ok.add_metric([name], 1.0 if result["ok"] else 0.0)
         seconds.add_metric([name], float(str(result["ms"])) / 1000)
     yield from (ok, seconds)
+    if not results["database"]["ok"]:
+        return
+    stale = GaugeMetricFamily(
+        "gpuplatform_loop_stale",
+        "Whether a background loop has not succeeded within its threshold (1) or has (0).",
+        labels=["loop"],
+    )
+    age = GaugeMetricFamily(
+        "gpuplatform_loop_last_success_age_seconds",
+        "Seconds since a background loop last succeeded.",
+        labels=["loop"],
+    )
+    now = timezone.now()
+    for loop in loop_health(now=now):
+        stale.add_metric([loop.name], 1.0 if loop.stale else 0.0)
+        age.add_metric([loop.name], (now - loop.last_success).total_seconds())
+    yield from (stale, age)
