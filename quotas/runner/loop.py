@@ -147,8 +147,9 @@ def run_admission_loop(*, now: datetime | None = None) -> dict[str, Any]:
 
 
 def keep_admitting(*, stop: threading.Event, interval_seconds: float) -> None:
-    """What beat does in production, in this process (the demo, where tasks run inline): run the
-    admission loop every ``interval_seconds`` until ``stop`` is set. A failed run is logged and the
+    """What beat does in production, in this process (where tasks run inline; the demo runs all of
+    beat's schedule through demo/loops.py): run the admission loop every ``interval_seconds`` until
+    ``stop`` is set. A failed run is logged and the
     next one tries again, as beat's next tick would."""
     while not stop.wait(interval_seconds):
         try:
