@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from celery.schedules import maybe_schedule
+from celery.schedules import BaseSchedule, maybe_schedule
 from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
@@ -76,7 +76,7 @@ def beat_loops(*, stop: threading.Event) -> list[threading.Thread]:
 
 
 def _run_entry(entry_name: str, entry: dict[str, Any], stop: threading.Event) -> None:
-    schedule = maybe_schedule(entry["schedule"], app=celery_app)
+    schedule: BaseSchedule = maybe_schedule(entry["schedule"], app=celery_app)  # type: ignore[arg-type,assignment]
     task = celery_app.tasks[str(entry["task"])]
     last_run: list[datetime] = [timezone.now()]  # as beat: the first run one period after the start
 

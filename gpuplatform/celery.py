@@ -14,13 +14,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuplatform.settings")
 logger = logging.getLogger(__name__)
 
 
-class PlatformTask(Task):  # type: ignore[misc]
+class PlatformTask(Task):
     """Where tasks run eagerly (the demo: no broker, no worker), a task named in
     ``settings.EAGER_TASKS_IN_THREADS`` runs in a thread of its own rather than inside its caller:
     a report build takes minutes on SQLite, and the request that asked for it must answer at once
     (the page then polls the job). Everywhere else, Celery's own ``apply_async``."""
 
-    def apply_async(
+    def apply_async(  # type: ignore[override]  # Celery's own keywords pass through **options
         self, args: Any = None, kwargs: Any = None, task_id: str | None = None, **options: Any
     ) -> Any:
         if self.app.conf.task_always_eager and self.name in getattr(settings, "EAGER_TASKS_IN_THREADS", ()):

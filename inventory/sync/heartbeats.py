@@ -69,11 +69,11 @@ def judge_sync_states(clusters: list[Cluster], *, now: datetime | None = None) -
     for cluster in clusters:
         for state in cluster.sync_states.all():
             loop = loops.get((str(cluster.pk), state.kind))
-            state.last_beat = loop.last_success if loop else None
+            state.last_beat = loop.last_success if loop else None  # type: ignore[attr-defined]
             if loop is None or loop.stale:
-                state.status = "stale"
+                state.status = "stale"  # type: ignore[attr-defined]
             elif not state.healthy:
-                state.status = "error"
+                state.status = "error"  # type: ignore[attr-defined]
             else:
-                state.status = "in sync"
+                state.status = "in sync"  # type: ignore[attr-defined]
     return clusters
