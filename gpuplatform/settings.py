@@ -127,6 +127,7 @@ INSTALLED_APPS = [
     "gpuplatform.accounts",
     "gpuplatform.audit",
     "gpuplatform.ui",
+    "gpuplatform.health",
     "tenants",
     "inventory",
     "quotas",
@@ -288,6 +289,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", not REDIS_URL)
 ADMISSION_LOOP_SECONDS = float(env_int("ADMISSION_LOOP_SECONDS", 30))
+# Where tasks run eagerly, these run in a thread of their own instead of inside the caller
+# (gpuplatform/celery.py); the demo names its report build.
+EAGER_TASKS_IN_THREADS: tuple[str, ...] = ()
 # The overview's "what needs attention" names requests pending longer than this (quotas/attention.py);
 # the queue-wait SLO's default target (docs/slos.md), which quotas cannot read from metering.
 QUEUE_WAIT_ATTENTION_SECONDS = env_int("QUEUE_WAIT_ATTENTION_SECONDS", 600)
@@ -302,11 +306,15 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEO
 PROMETHEUS_URL = env("PROMETHEUS_URL", "")
 METERING_SIMULATED_USAGE = env_bool("METERING_SIMULATED_USAGE", False)
 METERING_MINUTE = env_int("METERING_MINUTE", 5)
+# Periods of the beat entries that loop; each loop's heartbeat is stale after three of them.
+SLO_EVALUATION_SECONDS = env_int("SLO_EVALUATION_SECONDS", 60)
+ROLLOUT_ADVANCE_SECONDS = 15.0
+OFFLINE_AGENTS_SECONDS = 30.0
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # SLOs: settled buckets, burn-rate alerts and due webhook retries (docs/slos.md).
     "metering-evaluate-slos": {
         "task": "metering.evaluate_slos",
-        "schedule": env_int("SLO_EVALUATION_SECONDS", 60),
+        "schedule": SLO_EVALUATION_SECONDS,
     },
     # Expire ended requests and decide pending ones again (capacity freed by pods, quota edits).
     "quotas-admission-loop": {
@@ -314,8 +322,11 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": ADMISSION_LOOP_SECONDS,
     },
     # Rollouts: retries after backoff, blocked nodes that drained, MIG verification; silent agents.
-    "policies-advance-rollouts": {"task": "policies.advance_running_rollouts", "schedule": 15.0},
-    "policies-offline-agents": {"task": "policies.mark_offline_nodes", "schedule": 30.0},
+    "policies-advance-rollouts": {
+        "task": "policies.advance_running_rollouts",
+        "schedule": ROLLOUT_ADVANCE_SECONDS,
+    },
+    "policies-offline-agents": {"task": "policies.mark_offline_nodes", "schedule": OFFLINE_AGENTS_SECONDS},
     # Metering: the hour that just ended, a few minutes after it (late scrapes land), for every
     # cluster (allocation basis, and usage where it has a source); then, half an hour later, every
     # usage hour still incomplete inside its source's retention.

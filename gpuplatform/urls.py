@@ -5,12 +5,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from gpuplatform import health
 from gpuplatform.accounts import views as account_views
 from gpuplatform.accounts.api import ApiTokenViewSet, MeView
 from gpuplatform.api.urls import ApiRouter
 from gpuplatform.audit import views as audit_views
 from gpuplatform.audit.api import AuditEventViewSet
+from gpuplatform.health import checks as health
 from gpuplatform.observability.metrics_http import metrics_view
 from gpuplatform.ui import views as ui_views
 from inventory import views as inventory_views

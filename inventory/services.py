@@ -16,10 +16,11 @@ from django.utils import timezone
 from gpuplatform.accounts.models import User
 from gpuplatform.audit.services import record_attempt, record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from gpuplatform.health.heartbeats import forget
 from inventory.cluster_access import vet_uploaded
 from inventory.crypto import encrypt_text
 from inventory.kubeconfig import KubeconfigRefused, canonical_yaml
-from inventory.models import Allocation, Cluster, EnforcementBackend, NodePool
+from inventory.models import Allocation, Cluster, EnforcementBackend, NodePool, sync_heartbeat_name
 from tenants.models import Tenant
 
 CLUSTER_FIELDS = ("name", "api_endpoint", "in_cluster", "pool_label", "enforcement_backend")
@@ -160,7 +161,9 @@ def delete_cluster(*, actor: User, cluster_id: uuid.UUID | str) -> None:
                 "The cluster has allocation history that billing needs.", code="cluster_has_history"
             )
         record_event(actor=actor, action="cluster.deleted", obj=cluster, before=_cluster_snapshot(cluster))
+        cluster_pk = cluster.pk
         cluster.delete()
+        forget(prefix=sync_heartbeat_name(cluster_pk))  # a removed cluster's sync is not stale: it is gone
 
 
 def dedicate_pool(*, actor: User, pool_id: uuid.UUID | str, tenant_id: uuid.UUID | None) -> NodePool:

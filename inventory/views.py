@@ -23,6 +23,7 @@ from inventory.api.filters import AllocationFilter
 from inventory.capacity import pool_model_capacity
 from inventory.models import Allocation, Cluster, EnforcementBackend, Node, NodePool, ParseIssueCount
 from inventory.node_layout import node_layout, tenant_colour
+from inventory.sync.heartbeats import judge_sync_states
 
 POOLS_PER_PAGE = 25
 
@@ -36,6 +37,8 @@ def clusters(request: HttpRequest) -> HttpResponse:
         .prefetch_related("sync_states")
         .order_by("name")  # the aggregate's GROUP BY drops Meta.ordering
     )
+    if user.sees_all_tenants:
+        cluster_rows = judge_sync_states(list(cluster_rows))
     page = Paginator(
         NodePool.objects.visible_to(user)
         .select_related("cluster", "tenant")

@@ -6,8 +6,11 @@ import uuid
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
+from django.urls import reverse
 from django.utils import timezone
 
+from gpuplatform.health.heartbeats import beat
 from metering.models import AlertDelivery, DeliveryState, Slo
 from metering.services.slos import deliver, evaluate_slo
 
@@ -18,6 +21,12 @@ def evaluate_slos_task() -> dict[str, int]:
     written = {}
     for slo_id in Slo.objects.order_by("name").values_list("pk", flat=True):
         written[str(slo_id)] = evaluate_slo(slo_id=slo_id).samples_written
+    beat(
+        "metering.slo_evaluation",
+        label="SLO evaluation",
+        every_seconds=settings.SLO_EVALUATION_SECONDS,
+        url=reverse("slo-list"),
+    )
     due = AlertDelivery.objects.filter(state=DeliveryState.PENDING, next_attempt_at__lte=timezone.now())
     for delivery_id in due.values_list("pk", flat=True):
         deliver_alert_task.delay(str(delivery_id))

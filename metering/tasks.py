@@ -7,8 +7,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from celery import shared_task
+from django.urls import reverse
 from django.utils import timezone
 
+from gpuplatform.health.heartbeats import beat
 from inventory.models import Cluster
 from metering.report_tasks import build_report_task  # noqa: F401  (registers metering.build_report)
 from metering.services.collection import meter_usage_hour, retry_incomplete_usage, usage_source_for
@@ -56,6 +58,12 @@ def meter_last_hour_task() -> list[str]:
         if usage_source_for(cluster_id=cluster_id)[0] is not None:
             meter_usage_hour_task.delay(str(cluster_id), hour.isoformat())
         queued.append(str(cluster_id))
+    beat(
+        "metering.usage_collection",
+        label="Usage collection (hourly)",
+        every_seconds=3600,
+        url=reverse("metering-usage"),
+    )
     return queued
 
 

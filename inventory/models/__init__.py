@@ -1,6 +1,13 @@
 """Inventory models: clusters and their sync state, the fleet, DRA objects and the allocation ledger."""
 
-from inventory.models.clusters import Cluster, EnforcementBackend, ParseIssueCount, SyncKind, SyncState
+from inventory.models.clusters import (
+    Cluster,
+    EnforcementBackend,
+    ParseIssueCount,
+    SyncKind,
+    SyncState,
+    sync_heartbeat_name,
+)
 from inventory.models.fleet import DeviceClass, Gpu, Node, NodePool, ResourceSlice, ShareableUnit, UnitKind
 from inventory.models.ledger import Allocation, HolderKind, ResourceClaim
 
@@ -20,4 +27,5 @@ __all__ = [
     "SyncKind",
     "SyncState",
     "UnitKind",
+    "sync_heartbeat_name",
 ]

@@ -13,6 +13,15 @@ from tenants.models import dns_label
 DEFAULT_POOL_LABEL = "nvidia.com/gpu.product"
 
 
+SYNC_HEARTBEAT_PREFIX = "inventory.sync:"
+
+
+def sync_heartbeat_name(cluster_id: object, kind: str = "") -> str:
+    """The heartbeat of one kind of a cluster's sync (gpuplatform/health); with no kind, the prefix
+    of all of the cluster's."""
+    return f"{SYNC_HEARTBEAT_PREFIX}{cluster_id}:{kind}"
+
+
 class SyncKind(models.TextChoices):
     # Listed in the order a cold sync walks them: units before the holders that point at them.
     DEVICE_CLASSES = "deviceclasses", "DeviceClasses"

@@ -27,6 +27,7 @@ from inventory.cluster_access import client_for
 from inventory.models import Cluster, SyncKind, SyncState
 from inventory.sync.context import SyncContext
 from inventory.sync.handlers import ListState, apply_deletes, apply_upserts, finish_list, observe_page
+from inventory.sync.heartbeats import beat_after_batch
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +198,7 @@ class ClusterSync:
         while not self.stop_event.is_set():
             batch = self._next_batch()
             relist = self.apply_batch(batch)
+            beat_after_batch(self, batch)
             for kind in KIND_ORDER:
                 if kind in relist:
                     self._with_retries(kind, lambda k=kind: self.list_kind(k))

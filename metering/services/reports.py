@@ -249,15 +249,25 @@ def build_period_report(
     *, period_id: uuid.UUID, at: datetime | None = None, idle: str | None = None
 ) -> BillingPeriod:
     """Replace the period's report lines and summary with a fresh build (``idle``: central or
-    distributed, else as last built). Locks the period; refused once it is closed. Idempotent: the
-    same ledger gives the same lines."""
+    distributed, else as last built). Locks the period only to replace the lines; refused once it is
+    closed. Idempotent: the same ledger gives the same lines."""
+    period = _open_period(BillingPeriod.objects.filter(pk=period_id).first())
+    mode = idle_mode_of(period, idle)
+    # Computed before the lock, from committed rows: summing a month of ledger takes a while (minutes
+    # on the demo's SQLite, where a write transaction stops every other writer, logins included).
+    # A draft is the ledger as read then; a close meanwhile wins, and this build is refused below.
+    chargeback, _ = compute_period_chargeback(period=period, idle=mode)
     with transaction.atomic():
-        period = BillingPeriod.objects.select_for_update().filter(pk=period_id).first()
-        if period is None:
-            raise NotFound("No such billing period.")
-        if period.state == PeriodState.CLOSED:
-            raise Conflict(f"billing period {period.label} is closed", code="period_closed")
-        write_report(period=period, at=at or timezone.now(), idle=idle)
+        period = _open_period(BillingPeriod.objects.select_for_update().filter(pk=period_id).first())
+        store_report(period=period, chargeback=chargeback, mode=mode, at=at or timezone.now())
+    return period
+
+
+def _open_period(period: BillingPeriod | None) -> BillingPeriod:
+    if period is None:
+        raise NotFound("No such billing period.")
+    if period.state == PeriodState.CLOSED:
+        raise Conflict(f"billing period {period.label} is closed", code="period_closed")
     return period
 
 
@@ -273,6 +283,12 @@ def write_report(*, period: BillingPeriod, at: datetime, idle: str | None = None
     """Inside the caller's transaction, with ``period`` locked and not closed."""
     mode = idle_mode_of(period, idle)
     chargeback, _ = compute_period_chargeback(period=period, idle=mode)
+    store_report(period=period, chargeback=chargeback, mode=mode, at=at)
+
+
+def store_report(*, period: BillingPeriod, chargeback: Chargeback, mode: str, at: datetime) -> None:
+    """Replace the period's lines and summary with this chargeback's; inside the caller's
+    transaction, with ``period`` locked and not closed."""
     tenants = {str(t["pk"]): t for t in Tenant.objects.values("pk", "slug", "cost_centre")}
     ReportLine.objects.filter(period=period).delete()
     ReportLine.objects.bulk_create(

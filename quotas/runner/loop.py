@@ -14,10 +14,13 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import close_old_connections, transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from gpuplatform.audit.services import record_event
+from gpuplatform.health.heartbeats import beat
 from quotas.dispatch import materialise_after_commit
 from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor
@@ -129,6 +132,12 @@ def run_admission_loop(*, now: datetime | None = None) -> dict[str, Any]:
         flavors = list(Flavor.objects.filter(pk__in=flavor_ids).order_by("pk"))
         persisted = readmit(root_path=root_path, flavors=flavors, now=now)
         admitted += len(persisted.admitted)
+    beat(
+        "quotas.admission_loop",
+        label="Admission loop",
+        every_seconds=settings.ADMISSION_LOOP_SECONDS,
+        url=reverse("queues"),
+    )
     return {
         "expired": len(expired),
         "withdrawn": len(withdrawn),
@@ -138,8 +147,9 @@ def run_admission_loop(*, now: datetime | None = None) -> dict[str, Any]:
 
 
 def keep_admitting(*, stop: threading.Event, interval_seconds: float) -> None:
-    """What beat does in production, in this process (the demo, where tasks run inline): run the
-    admission loop every ``interval_seconds`` until ``stop`` is set. A failed run is logged and the
+    """What beat does in production, in this process (where tasks run inline; the demo runs all of
+    beat's schedule through demo/loops.py): run the admission loop every ``interval_seconds`` until
+    ``stop`` is set. A failed run is logged and the
     next one tries again, as beat's next tick would."""
     while not stop.wait(interval_seconds):
         try:
