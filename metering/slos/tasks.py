@@ -8,8 +8,8 @@ from typing import Any
 from celery import shared_task
 from django.utils import timezone
 
-from metering.models import AlertDelivery, DeliveryState, Slo
-from metering.services.slos import deliver, evaluate_slo
+from metering.slos.models import AlertDelivery, DeliveryState, Slo
+from metering.slos.services import deliver, evaluate_slo
 
 
 @shared_task(name="metering.evaluate_slos")
