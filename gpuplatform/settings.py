@@ -390,7 +390,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["gpuplatform.api.permissions.IsAuthenticatedWithScope"],
     "DEFAULT_PAGINATION_CLASS": "gpuplatform.api.pagination.PagePagination",
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    # django-filter's, refusing unknown query parameters on lists (400 unknown_filter).
+    "DEFAULT_FILTER_BACKENDS": ["gpuplatform.api.filters.StrictFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": [
         "gpuplatform.api.throttling.TokenRateThrottle",

@@ -23,12 +23,12 @@ from inventory.api.views import (
     NodeViewSet,
     ResourceClaimViewSet,
 )
-from metering import slo_views
 from metering import views as metering_views
 from metering.api.exports import ReportExportView, ReportJobViewSet
-from metering.api.slos import AlertDeliveryViewSet, AlertReceiverViewSet, SloAlertViewSet, SloViewSet
 from metering.api.sources import MetricsSourceViewSet
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
+from metering.slos import views as slo_views
+from metering.slos.api import AlertDeliveryViewSet, AlertReceiverViewSet, SloAlertViewSet, SloViewSet
 from policies import rollout_views
 from policies import views as policy_views
 from policies.api import agents as agent_api

@@ -166,6 +166,7 @@ class FragmentationViewSet(mixins.ListModelMixin, ScopedViewSet):
     queryset = NodePool.objects.select_related("cluster")
     serializer_class = FragmentationSerializer
     filterset_class = filters.NodePoolFilter
+    list_params = ("demand",)
 
     @extend_schema(
         parameters=[

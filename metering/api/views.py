@@ -47,6 +47,7 @@ class UsageViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewS
     queryset = UsageHour.objects.select_related("tenant").order_by("hour", "share_key", "meter", "id")
     serializer_class = UsageHourSerializer
     filterset_class = UsageFilter
+    list_params = ("granularity",)
 
     @extend_schema(
         parameters=[OpenApiParameter("granularity", str, enum=list(GRANULARITIES))],

@@ -11,8 +11,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from gpuplatform.health.heartbeats import beat
-from metering.models import AlertDelivery, DeliveryState, Slo
-from metering.services.slos import deliver, evaluate_slo
+from metering.slos.models import AlertDelivery, DeliveryState, Slo
+from metering.slos.services import deliver, evaluate_slo
 
 
 @shared_task(name="metering.evaluate_slos")

@@ -20,7 +20,7 @@ from inventory.selectors import pool_resource_capacity
 from metering.collection.readings import UsageSourceError
 from metering.models import Meter, UsageHour
 from metering.services.collection import prometheus_for
-from metering.slo.health import Card, ClusterXids, judge
+from metering.slos.health import Card, ClusterXids, judge
 from quotas.models import CapacityRequest, Quota, RequestState
 from tenants.models import Tenant
 

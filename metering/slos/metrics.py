@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from metering.models import AlertState, Slo, SloAlert
-from metering.services.slos import standing
+from metering.slos.models import AlertState, Slo, SloAlert
+from metering.slos.services import standing
 
 
 def collect() -> Iterable[Metric]:

@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from gpuplatform.sli_sources import sli_kind
 from gpuplatform.ui.auth import current_user
-from metering.models import AlertDelivery, AlertState, SliSample, Slo, SloAlert
-from metering.services.slos import standing
+from metering.slos.models import AlertDelivery, AlertState, SliSample, Slo, SloAlert
+from metering.slos.services import standing
 
 PAGE = 25
 CHART_HOURS = 48

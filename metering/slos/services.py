@@ -23,8 +23,16 @@ from gpuplatform.outbound.configured import failure_text, user_url_session, vet_
 from gpuplatform.outbound.policy import redact_url
 from gpuplatform.sli_sources import SliKind, sli_kind, sli_kinds
 from inventory.crypto import decrypt_text, encrypt_text
-from metering.models import AlertDelivery, AlertReceiver, AlertState, DeliveryState, SliSample, Slo, SloAlert
-from metering.slo.burn import RULES, Sample, budget_remaining, burn_rate, firing, window
+from metering.slos.burn import RULES, Sample, budget_remaining, burn_rate, firing, window
+from metering.slos.models import (
+    AlertDelivery,
+    AlertReceiver,
+    AlertState,
+    DeliveryState,
+    SliSample,
+    Slo,
+    SloAlert,
+)
 from tenants.models import Tenant
 
 DELIVER_TASK = "metering.deliver_alert"

@@ -1,5 +1,5 @@
 """SLOs, their alerts and alert receivers over REST: platform objects (platform-admins and finance
-read them, platform-admins define them); every write goes through metering.services.slos."""
+read them, platform-admins define them); every write goes through metering.slos.services."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from rest_framework.response import Response
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from gpuplatform.api.viewsets import ScopedViewSet
 from gpuplatform.outbound.policy import redact_url
-from metering.models import AlertDelivery, AlertReceiver, Slo, SloAlert
-from metering.services import slos as slo_services
+from metering.slos import services as slo_services
+from metering.slos.models import AlertDelivery, AlertReceiver, Slo, SloAlert
 
 
 class SloSerializer(StrictModelSerializer):
