@@ -30,7 +30,7 @@ def stale_loops_attention(user: Any) -> list[Attention]:
                 key="-".join(["loops-stale", *filter(None, (slugify(part) for part in url.split("/")))]),
                 severity="critical",
                 title=f"{_plural(len(loops), 'loop')} stale",
-                detail=f"{names}: no success since {oldest:%Y-%m-%d %H:%M:%S} UTC; what they keep true may "
+                detail=f"{names}: no success since {oldest:%Y-%m-%d %H:%M} UTC; what they keep true may "
                 "no longer be",
                 url=url,
                 count=len(loops),

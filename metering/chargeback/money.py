@@ -5,18 +5,9 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal
 
+from gpuplatform.currency import MINOR_UNITS, minor_unit
+
 __all__ = ["MINOR_UNITS", "minor_unit", "round_money"]
-
-# ISO 4217 minor units for the currencies that differ from two decimals; every other code has two.
-MINOR_UNITS = {
-    "BHD": 3, "BIF": 0, "CLP": 0, "DJF": 0, "GNF": 0, "IQD": 3, "ISK": 0, "JOD": 3, "JPY": 0,
-    "KMF": 0, "KRW": 0, "KWD": 3, "LYD": 3, "OMR": 3, "PYG": 0, "RWF": 0, "TND": 3, "UGX": 0,
-    "UYI": 0, "VND": 0, "VUV": 0, "XAF": 0, "XOF": 0, "XPF": 0,
-}  # fmt: skip
-
-
-def minor_unit(currency: str) -> int:
-    return MINOR_UNITS.get(currency.upper(), 2)
 
 
 def round_money(amount: Decimal, currency: str) -> Decimal:

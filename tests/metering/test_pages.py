@@ -51,7 +51,9 @@ def test_usage_shows_charts_per_tenant_and_pool_and_efficiency(march, cast, clie
     assert {d["label"]: d["data"] for d in tenants["datasets"]} == {"nlp": [0.5], "vision": [1.0]}
     assert chart(page, "pool-usage")["datasets"][0]["label"] == "east/h100"
     assert "<script>" not in page  # no inline script: the CSP forbids it
-    assert re.search(r"vision</td><td>1.000</td><td>0.600</td><td>60 %", page)
+    assert re.search(
+        r'vision</td><td class="num">1.00</td><td class="num">0.60</td><td class="num">60 %', page
+    )
 
 
 def test_a_tenant_sees_only_its_own_usage_and_an_empty_month_says_what_to_do(march, cast, client):
@@ -117,7 +119,7 @@ def test_a_tenant_sees_its_costs_but_no_period_page_or_download(march, cast, cli
     job = run_report_job(job_id=ReportJob.objects.get().pk)
     c = logged_in(client, cast.alice)
     costs = c.get("/metering/periods/").content.decode()
-    assert re.search(r"2025-03</td><td>1.000</td><td>2.00 USD", costs)
+    assert re.search(r'2025-03</td><td class="num">1.00</td><td class="num">2.00 USD', costs)
     assert "/api/v1/reports/export/?period=2025-03&amp;as=focus" in costs
     assert c.get(f"/metering/periods/{period.pk}/").status_code == 404
     assert c.get(f"/metering/jobs/{job.pk}/").status_code == 404
