@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern, path
+from django.urls import URLPattern, URLResolver, path
 from rest_framework.routers import DefaultRouter
 from rest_framework.urlpatterns import format_suffix_patterns
 
@@ -17,6 +17,6 @@ class ApiRouter(DefaultRouter):
     trailing_slash = "/"
 
 
-def api_root_urls() -> list[URLPattern]:
+def api_root_urls() -> list[URLPattern | URLResolver]:
     """The browsable index at the API's root, `api-root`, with DefaultRouter's format suffixes."""
     return format_suffix_patterns([path("", ApiRootView.as_view(), name="api-root")])
