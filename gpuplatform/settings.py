@@ -226,6 +226,10 @@ CONTENT_SECURITY_POLICY = {
 
 ROOT_URLCONF = "gpuplatform.urls"
 WSGI_APPLICATION = "gpuplatform.wsgi.application"
+# Bare ASGI apps that gpuplatform/asgi.py answers ahead of Django, by exact path, as dotted paths so
+# the core imports no domain app: the agents' long poll skips the middleware chain under uvicorn
+# (policies/api/long_poll.py). The same path is a Django route too, for WSGI and the test client.
+ASGI_BARE_APPS = {"/api/v1/agents/bundle/": "policies.api.long_poll.bundle_asgi"}
 AUTH_USER_MODEL = "accounts.User"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"

@@ -66,7 +66,6 @@ NOT_LISTS = {
     "catalogue-create": "a form",
     "catalogue-edit": "a form",
     "catalogue-delete": "POST only",
-    "section": "placeholders",
     "metering-usage": "per-day sums on the database, one query per chart",
     "metering-rate-cards": "paginated, select_related",
     "metering-periods": "paginated periods, one query a page",

@@ -1,0 +1,24 @@
+"""Metering's pages: usage, rate cards, billing periods and their report jobs; SLOs."""
+
+from django.urls import path
+
+from metering import views
+from metering.slos import views as slo_views
+
+urlpatterns = [
+    path("metering/", views.usage, name="metering-usage"),
+    path("metering/rate-cards/", views.rate_cards, name="metering-rate-cards"),
+    path("metering/periods/", views.periods, name="metering-periods"),
+    path("metering/periods/<uuid:period_id>/", views.period_detail, name="metering-period"),
+    path("metering/periods/<uuid:period_id>/close/", views.period_close, name="metering-period-close"),
+    path(
+        "metering/periods/<uuid:period_id>/start-closing/",
+        views.period_start_closing,
+        name="metering-period-start-closing",
+    ),
+    path("metering/periods/<uuid:period_id>/reports/", views.job_create, name="metering-job-create"),
+    path("metering/jobs/<uuid:job_id>/", views.job_progress, name="metering-job-progress"),
+    path("metering/jobs/<uuid:job_id>/<str:fmt>/", views.job_download, name="metering-job-download"),
+    path("slos/", slo_views.slo_list, name="slo-list"),
+    path("slos/<uuid:slo_id>/", slo_views.slo_detail, name="slo-detail"),
+]

@@ -1,0 +1,20 @@
+"""Quotas' pages: the queue and its requests (views/queues.py), and the catalogue of flavors,
+priority classes, quotas, budgets and queues (views/catalogue.py)."""
+
+from django.urls import path
+
+from quotas.views import catalogue, queues
+
+urlpatterns = [
+    path("queues/", queues.queue, name="queues"),
+    path("queues/quotas/", queues.quota_overview, name="queues-quotas"),
+    path("queues/oversubscription/", queues.oversubscription, name="queues-oversubscription"),
+    path("queues/requests/new/", queues.request_capacity, name="queues-request-new"),
+    path("queues/requests/<uuid:request_id>/", queues.request_detail, name="queues-request"),
+    path("queues/requests/<uuid:request_id>/<str:verdict>/", queues.decide, name="queues-decide"),
+    path("catalogue/", catalogue.catalogue_index, name="catalogue"),
+    path("catalogue/<slug:kind>/", catalogue.catalogue_list, name="catalogue-list"),
+    path("catalogue/<slug:kind>/new/", catalogue.catalogue_create, name="catalogue-create"),
+    path("catalogue/<slug:kind>/<uuid:pk>/edit/", catalogue.catalogue_edit, name="catalogue-edit"),
+    path("catalogue/<slug:kind>/<uuid:pk>/delete/", catalogue.catalogue_delete, name="catalogue-delete"),
+]
