@@ -37,8 +37,9 @@ def clusters(request: HttpRequest) -> HttpResponse:
         .prefetch_related("sync_states")
         .order_by("name")  # the aggregate's GROUP BY drops Meta.ordering
     )
+    clusters_shown: list[Cluster] = list(cluster_rows)
     if user.sees_all_tenants:
-        cluster_rows = judge_sync_states(list(cluster_rows))
+        clusters_shown = judge_sync_states(clusters_shown)
     page = Paginator(
         NodePool.objects.visible_to(user)
         .select_related("cluster", "tenant")
@@ -58,7 +59,7 @@ def clusters(request: HttpRequest) -> HttpResponse:
         request,
         "inventory/clusters.html",
         {
-            "clusters": cluster_rows,
+            "clusters": clusters_shown,
             "backends": EnforcementBackend.choices,
             "pools": pools,
             "page": page,

@@ -8,7 +8,7 @@ import time
 import weakref
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.urls import reverse
@@ -16,6 +16,9 @@ from django.urls import reverse
 from gpuplatform.health.heartbeats import BEAT_MIN_SECONDS, beat, loop_health
 from inventory.models import Cluster, SyncKind, sync_heartbeat_name
 from inventory.models.clusters import SYNC_HEARTBEAT_PREFIX
+
+if TYPE_CHECKING:
+    from inventory.sync.runner import Queued
 
 # The watch loop applies a batch every quarter second: it is stale when silent for a minute.
 SYNC_STALE_AFTER_SECONDS = 60.0
@@ -42,12 +45,12 @@ def _beat_kinds(*, cluster: Cluster, kinds: Iterable[str], url: str, now: dateti
         )
 
 
-def beat_after_batch(syncer: Any, batch: list[tuple[str, int, Any]]) -> None:
+def beat_after_batch(syncer: Any, batch: list[Queued]) -> None:
     """Called by the watch loop after each batch: beats every kind without an error in it, at most
     once per BEAT_MIN_SECONDS per syncer (no query at all in between)."""
     if time.monotonic() < _next_beat.get(syncer, 0.0):
         return
-    failing = {kind for kind, _, item in batch if isinstance(item, Exception)}
+    failing = {queued.kind for queued in batch if isinstance(queued.item, Exception)}
     beat_sync(cluster=syncer.cluster, kinds=[kind.value for kind in SyncKind if kind.value not in failing])
     _next_beat[syncer] = time.monotonic() + BEAT_MIN_SECONDS
 
