@@ -342,6 +342,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "metering.retry_incomplete_usage",
         "schedule": crontab(minute=(METERING_MINUTE + 30) % 60),
     },
+    # Hours whose allocations the sync learnt of late (started or ended in an hour already metered):
+    # metered again, open periods rewritten, closed ones adjusted in the next open period.
+    "metering-remeter-late-changes": {
+        "task": "metering.remeter_late_changes",
+        "schedule": crontab(minute=(METERING_MINUTE + 15) % 60),
+    },
 }
 
 AUTH_PASSWORD_VALIDATORS = [

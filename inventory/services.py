@@ -21,6 +21,7 @@ from inventory.cluster_access import vet_uploaded
 from inventory.crypto import encrypt_text
 from inventory.kubeconfig import KubeconfigRefused, canonical_yaml
 from inventory.models import Allocation, Cluster, EnforcementBackend, NodePool, sync_heartbeat_name
+from inventory.sync.ledger import mark_changed_hours
 from tenants.models import Tenant
 
 CLUSTER_FIELDS = ("name", "api_endpoint", "in_cluster", "pool_label", "enforcement_backend")
@@ -248,4 +249,6 @@ def reattribute_namespace(
             for row in moving
         ]
         Allocation.objects.bulk_create(reopened)
+        for cluster_id in sorted({row.cluster_id for row in moving}):
+            mark_changed_hours(cluster_id=cluster_id, times=[at])
     return len(reopened)

@@ -15,6 +15,7 @@ from inventory.models import Cluster
 from metering.report_tasks import build_report_task  # noqa: F401  (registers metering.build_report)
 from metering.services.collection import meter_usage_hour, retry_incomplete_usage, usage_source_for
 from metering.services.ledger import meter_allocation_hour
+from metering.services.remeter import pending_changed_hours, remeter_changed_hours
 
 
 @shared_task(name="metering.meter_hour")
@@ -74,4 +75,26 @@ def retry_incomplete_usage_task() -> list[str]:
     for cluster_id, hour in retry_incomplete_usage():
         meter_usage_hour_task.delay(str(cluster_id), hour.isoformat())
         queued.append(f"{cluster_id}@{hour.isoformat()}")
+    return queued
+
+
+@shared_task(name="metering.remeter_changed_hours")
+def remeter_changed_hours_task(change_id: int) -> dict[str, Any]:
+    """Meter again the metered hours of one recorded allocation change (inventory.ChangedHours), by id;
+    idempotent: a change already handled is skipped, and an hour metered again books only what differs."""
+    done = remeter_changed_hours(change_id=int(change_id))
+    return {
+        "change": done.change_id,
+        "hours": done.hours,
+        "adjustments": done.adjustments,
+        "skipped": done.skipped,
+    }
+
+
+@shared_task(name="metering.remeter_late_changes")
+def remeter_late_changes_task() -> list[int]:
+    """Beat entry: queue every allocation change the sync learnt of late, one task per change."""
+    queued = pending_changed_hours()
+    for change_id in queued:
+        remeter_changed_hours_task.delay(change_id)
     return queued

@@ -9,10 +9,11 @@ from inventory.models.clusters import (
     sync_heartbeat_name,
 )
 from inventory.models.fleet import DeviceClass, Gpu, Node, NodePool, ResourceSlice, ShareableUnit, UnitKind
-from inventory.models.ledger import Allocation, HolderKind, ResourceClaim
+from inventory.models.ledger import Allocation, ChangedHours, HolderKind, ResourceClaim
 
 __all__ = [
     "Allocation",
+    "ChangedHours",
     "Cluster",
     "DeviceClass",
     "EnforcementBackend",

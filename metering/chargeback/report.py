@@ -20,6 +20,7 @@ from fractions import Fraction
 from metering.chargeback.money import round_money
 
 __all__ = [
+    "ADJUSTMENT_KINDS",
     "IDLE_CENTRAL",
     "IDLE_DISTRIBUTED",
     "IDLE_MODES",
@@ -50,7 +51,8 @@ class PricedUsage:
     unit_price: Decimal | None  # per GE-hour; None when no rate card covers it
     ge_hours: Decimal  # GE-hours held
     card_hours: Decimal  # physical card-hours charged by the card-hour rule
-    kind: str = "charge"  # or "adjustment" for late data of a closed period
+    # or "adjustment" for late data of a closed period, "idle_adjustment" for the idle it moved
+    kind: str = "charge"
     adjusts: str = ""  # for adjustments: what it adjusts (period label)
     basis: str = "allocation"  # what ``card_hours`` measures: allocation, utilisation or blended
     used_ge_hours: Decimal | None = None  # GE-hours used (utilisation meter); None when not measured
@@ -129,6 +131,8 @@ IDLE_CENTRAL = "central"
 IDLE_DISTRIBUTED = "distributed"
 IDLE_MODES = (IDLE_CENTRAL, IDLE_DISTRIBUTED)
 QTY = Decimal("1e-9")  # card-hours are stored to nine places
+# Corrections of an earlier period: a tenant's usage, and the idle capacity the correction moved.
+ADJUSTMENT_KINDS = ("adjustment", "idle_adjustment")
 
 _LineKey = tuple[str, str, str, str, str, str, str, Decimal | None, str, str, str]
 _CapacityKey = tuple[str, str, str, Decimal | None, str, str]  # pool, model, currency, price, basis, card
@@ -366,7 +370,7 @@ def _reconcile(
     Adjustments belong to an earlier period's capacity and are left out."""
     charged: dict[tuple[str, str], _Charged] = defaultdict(_Charged)
     for line in lines:
-        if line.kind == "adjustment" or line.amount is None:
+        if line.kind in ADJUSTMENT_KINDS or line.amount is None:
             continue
         sums = charged[(line.pool, line.currency)]
         # idle_share lines are the pool's idle, carried by tenants: they count as idle here.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -35,6 +36,7 @@ from metering.models import (
     ReportLine,
     UsageHour,
 )
+from metering.models.periods import IDLE_METER
 from metering.services.pricing import load_cards, price_segments
 from tenants.models import Tenant
 
@@ -200,12 +202,18 @@ def pools_by_id(pools: dict[tuple[Any, str], str]) -> dict[str, str]:
 
 
 def _priced_adjustments(*, period: BillingPeriod, tenants: dict[str, Any]) -> Iterator[PricedUsage]:
-    """Adjustments booked into ``period`` of the priced meters (GE-hours held and used), each priced
-    at the rate card and on the basis of the hour it corrects: an allocation adjustment's card-hours
-    count ``w``, a utilisation one's GE-hours ``1 - w`` (allocation basis w = 1, utilisation w = 0,
-    blended the card's weight), as ``priced_quantity`` weighs the two meters of an hour."""
+    """Adjustments booked into ``period`` of the priced meters (GE-hours held and used) and of idle,
+    each priced at the rate card and on the basis of the hour it corrects: an allocation adjustment's
+    card-hours count ``w``, a utilisation one's GE-hours ``1 - w`` (allocation basis w = 1, utilisation
+    w = 0, blended the card's weight), as ``priced_quantity`` weighs the two meters of an hour.
+
+    Idle moves the other way, so that the corrected pool still recovers cards x hours x price across
+    periods: a node's idle adjustment (the allocation basis' idle) counts ``w``, and a utilisation
+    adjustment takes its ``1 - w`` share back out of idle (that basis' idle is what use leaves)."""
     rows = list(
-        Adjustment.objects.filter(period=period, meter__in=(Meter.ALLOCATED_GE_HOURS, Meter.USED_GE_HOURS))
+        Adjustment.objects.filter(
+            period=period, meter__in=(Meter.ALLOCATED_GE_HOURS, Meter.USED_GE_HOURS, IDLE_METER)
+        )
         .select_related("adjusts_period", "cluster")
         .order_by("hour", "share_key", "meter", "created_at")
     )
@@ -219,15 +227,10 @@ def _priced_adjustments(*, period: BillingPeriod, tenants: dict[str, Any]) -> It
         )
         card = seg[0].card if seg else None
         basis = card.basis if card else Basis.ALLOCATION
+        weight = card.blend_weight if card else ONE
         tenant = tenants.get(str(r.tenant_id)) if r.tenant_id else None
         held = r.meter == Meter.ALLOCATED_GE_HOURS
-        priced = priced_quantity(
-            basis=basis,
-            allocated=r.card_hours_delta if held else ZERO,
-            used=ZERO if held else r.quantity_delta,
-            weight=card.blend_weight if card else ONE,
-        )
-        yield PricedUsage(
+        corrected = PricedUsage(
             tenant=str(r.tenant_id or ""),
             tenant_path=tenant["path"] if tenant else "",
             pool=f"{r.cluster.name}/{r.pool_name}",
@@ -236,13 +239,41 @@ def _priced_adjustments(*, period: BillingPeriod, tenants: dict[str, Any]) -> It
             currency=card.currency if card else "",
             unit_price=card.price_per_ge_hour if card else None,
             ge_hours=r.quantity_delta if held else ZERO,
-            card_hours=priced,
+            card_hours=ZERO,
             kind="adjustment",
             adjusts=r.adjusts_period.label,
             basis=basis,
-            used_ge_hours=None if held else r.quantity_delta,
+            used_ge_hours=None if held or r.meter == IDLE_METER else r.quantity_delta,
             rate_card=str(card.pk) if card else "",
         )
+        if r.meter == IDLE_METER:
+            idle = priced_quantity(basis=basis, allocated=r.card_hours_delta, used=ZERO, weight=weight)
+            if idle:
+                yield _idle_of(corrected, idle)
+            continue
+        priced = priced_quantity(
+            basis=basis,
+            allocated=r.card_hours_delta if held else ZERO,
+            used=ZERO if held else r.quantity_delta,
+            weight=weight,
+        )
+        yield replace(corrected, card_hours=priced)
+        if not held and priced:
+            yield _idle_of(corrected, -priced)
+
+
+def _idle_of(corrected: PricedUsage, card_hours: Decimal) -> PricedUsage:
+    """The idle a correction moved: a platform line of the corrected pool, hour and price."""
+    return replace(
+        corrected,
+        tenant="",
+        tenant_path="",
+        flavor="",
+        ge_hours=ZERO,
+        card_hours=card_hours,
+        kind="idle_adjustment",
+        used_ge_hours=None,
+    )
 
 
 def build_period_report(
