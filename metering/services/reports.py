@@ -338,4 +338,26 @@ def summary_of(chargeback: Chargeback) -> dict[str, Any]:
             for r in chargeback.rollups
         ],
         "unpriced_card_hours": str(chargeback.unpriced_card_hours),
+        "unpriced": _unpriced_pools(chargeback),
     }
+
+
+def _unpriced_pools(chargeback: Chargeback) -> list[dict[str, Any]]:
+    """The pools (and models) no rate card covered, with their charged and idle card-hours: listed in
+    the reconciliation beside the priced ones, so unpriced usage is never just absent from it."""
+    pools: dict[tuple[str, str], list[Decimal]] = {}
+    for line in chargeback.lines:
+        if line.amount is not None or line.kind == "adjustment":
+            continue
+        acc = pools.setdefault((line.pool, line.gpu_model), [Decimal(0), Decimal(0)])
+        acc[0 if line.kind == "charge" else 1] += line.card_hours
+    return [
+        {
+            "pool": pool,
+            "gpu_model": model,
+            "card_hours": str(charged + idle),
+            "charged_card_hours": str(charged),
+            "idle_card_hours": str(idle),
+        }
+        for (pool, model), (charged, idle) in sorted(pools.items())
+    ]
