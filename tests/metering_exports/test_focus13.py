@@ -148,3 +148,34 @@ def test_focus_1_2_is_kept_on_request(month, cast, api):
 def test_a_tenant_sees_its_own_rows_only(month, cast, api):
     records = parsed(focus(api, cast.alice))
     assert {r["x_TenantPath"] for r in records} == {"/acme/research/vision/"}
+
+
+def test_the_validator_catches_what_it_claims_to(month, cast, api):
+    """The validator is not vacuous: the 1.2 file and tampered 1.3 files fail the rules they break."""
+    good = focus(api, cast.fiona)
+    old = validate(focus(api, cast.fiona, "&focus_version=1.2"), origin_of=origin)
+    assert "'ServiceProviderName MUST be present in a Cost and Usage FOCUS dataset.'" in old
+    records = parsed(good)
+    header = list(records[0])
+
+    def written(rows_):
+        out = io.StringIO()
+        writer = csv.DictWriter(out, header, lineterminator="\r\n")
+        writer.writeheader()
+        writer.writerows(rows_)
+        return out.getvalue()
+
+    vision = next(r for r in records if r["x_TenantPath"] == "/acme/research/vision/")
+    vision["BilledCost"] = "0.34"  # the origin's rows now sum to 1.01
+    vision["SkuId"] = "H100-80GB/other"  # one SkuPriceId, two SkuIds; and a dimension off the origin's
+    problems = "\n".join(validate(written(records), origin_of=origin))
+    assert "MUST sum up to the origin charge record for all aggregatable metric columns" in problems
+    assert "SkuPriceId MUST have one and only one parent SkuId." in problems
+    assert "MUST match the values of the origin charge record.': " in problems
+    idle = next(r for r in parsed(good) if r["x_LineKind"] == "idle" and r["ResourceId"].endswith("h100"))
+    idle["AllocatedMethodDetails"] = '{"Elements":[{"AllocatedRatio":0.5,"UsageQuantity":1}]}'
+    idle["AllocatedResourceName"] = "someone"
+    problems = "\n".join(validate(written([idle]), origin_of=origin))
+    assert "MUST sum up to 1 (100%)" in problems
+    assert '"UsageUnit" MUST be included' in problems
+    assert "AllocatedResourceName MUST be null when AllocatedResourceId is null." in problems
