@@ -7,6 +7,7 @@ from decimal import Decimal
 from rest_framework import serializers
 
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
+from metering.chargeback.report import IDLE_MODES
 from metering.models import Basis, BillingPeriod, RateCard, ReportLine, UsageHour
 
 
@@ -141,3 +142,9 @@ class ReportLineSerializer(StrictModelSerializer):
             "rate_card_ref",
         ]
         read_only_fields = fields
+
+
+class ClosePeriodSerializer(StrictSerializer):
+    idle = serializers.ChoiceField(choices=IDLE_MODES, required=False, allow_null=True)
+    # Closing with card-hours no rate card covers freezes them at no cost: said explicitly, or 409.
+    acknowledge_unpriced = serializers.BooleanField(default=False)

@@ -37,7 +37,7 @@ def month(cast):
     h200.model = "H200-141GB"
     rows.capacity(h200, cards=2, idle="0.5", node="n1")
     rows.held(h200, tenant=cast.globex_ml, ge_hours="1.5")
-    close_billing_period(actor=cast.fiona, period_id=h100.period.pk, now=LATER)
+    close_billing_period(actor=cast.fiona, period_id=h100.period.pk, now=LATER, acknowledge_unpriced=True)
     return h100
 
 
