@@ -104,7 +104,13 @@ def test_fiona_closes_march_and_downloads_every_export(
     name, body = download(page, "download-focus")
     assert name == "2025-03-focus.csv"
     focus = list(csv.DictReader(io.StringIO(body.decode("utf-8"))))
-    for column in ("BilledCost", "BillingCurrency", "ServiceProviderName", "AllocatedMethodId", "EffectiveCost"):
+    for column in (
+        "BilledCost",
+        "BillingCurrency",
+        "ServiceProviderName",
+        "AllocatedMethodId",
+        "EffectiveCost",
+    ):
         assert column in focus[0], column
     assert sorted(r["BilledCost"] for r in focus) == ["1.00", "1.00", "2.00"]
     assert {r["BillingCurrency"] for r in focus} == {"USD"}
