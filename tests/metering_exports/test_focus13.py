@@ -179,3 +179,53 @@ def test_the_validator_catches_what_it_claims_to(month, cast, api):
     assert "MUST sum up to 1 (100%)" in problems
     assert '"UsageUnit" MUST be included' in problems
     assert "AllocatedResourceName MUST be null when AllocatedResourceId is null." in problems
+
+
+def test_a_price_change_keeps_one_sku_price_id_and_flavors_share_the_models_sku(cast, api):
+    """H100 at 2.00 until 10:00 on the 10th, 3.00 from then (two rate cards, one SKU price). At 09:00
+    vision holds the one card (2.00); at 10:00, of 2 cards, vision holds 1 (3.00) and nlp 1g.10gb
+    slices worth 0.5 card-hour (0.5 x 3.00 = 1.50), 0.5 idle (1.50). A model card prices every
+    flavor of the model: one SkuId, whatever the flavor (it was model/flavor: two SkuIds under one
+    SkuPriceId)."""
+    from metering.models import RateCard
+    from quotas.models import Flavor
+
+    p = rows.pool("h100")
+    before, after = rows.HOUR.replace(hour=9), rows.HOUR.replace(hour=10)
+    rows.capacity(p, cards=1, idle="0", hour=before)
+    rows.capacity(p, cards=2, idle="0.5", hour=after)
+    rows.held(p, tenant=cast.vision, ge_hours="1", hour=before)
+    rows.held(p, tenant=cast.vision, ge_hours="1", hour=after)
+    Flavor.objects.create(name="mig-1g", resources=[{"name": "nvidia.com/mig-1g.10gb", "ge_per_unit": "1/7"}])
+    rows.usage(
+        p, tenant=cast.nlp, meter="allocated_ge_hours", quantity="0.5", card_hours="0.5", hour=after,
+        flavor_name="mig-1g", share_key="share-nlp-mig",
+    )  # fmt: skip
+    common = {"gpu_model": p.model, "currency": "USD", "basis": "allocation", "blend_weight": D("0.5")}
+    start = rows.HOUR.replace(day=1, hour=0)
+    RateCard.objects.create(**common, price_per_ge_hour=D("2.00"), effective_from=start, effective_to=after)
+    RateCard.objects.create(**common, price_per_ge_hour=D("3.00"), effective_from=after)
+    close_billing_period(actor=cast.fiona, period_id=p.period.pk, now=LATER)
+
+    text = focus(api, cast.fiona)
+    assert validate(text, origin_of=origin) == []
+    records = parsed(text)
+    got = {
+        (r["SkuId"], r["SkuPriceId"], r["ListUnitPrice"], r["x_LineKind"], r["x_Flavor"], r["BilledCost"])
+        for r in records
+    }
+    sku = ("H100-80GB", "H100-80GB/allocation/USD")
+    assert got == {
+        (*sku, "2.000000", "charge", "", "2.00"),  # vision at 09:00
+        (*sku, "2.000000", "idle", "", "0.00"),  # nothing idle at 09:00
+        (*sku, "3.000000", "charge", "", "3.00"),  # vision at 10:00
+        (*sku, "3.000000", "charge", "mig-1g", "1.50"),  # nlp's slices at 10:00
+        (*sku, "3.000000", "idle", "", "1.50"),  # 0.5 idle at 10:00
+    }
+    # Two origins, one per rate card: 1 card-hour at 2.00 = 2.00; 2 card-hours at 3.00 = 6.00.
+    origins: dict[str, D] = {}
+    for r in records:
+        origins[r["x_OriginChargeId"]] = origins.get(r["x_OriginChargeId"], D(0)) + D(r["BilledCost"])
+    assert sorted(origins.values()) == [D("2.00"), D("6.00")]
+    nlp = next(r for r in records if r["x_Flavor"] == "mig-1g")
+    assert (nlp["x_ShareType"], nlp["x_MigProfile"]) == ("mig_instance", "1g.10gb")
