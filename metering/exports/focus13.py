@@ -45,8 +45,11 @@ from metering.exports.rows import ExportLine, efficiency, money_text, number_tex
 __all__ = [
     "ALLOCATED_METHOD_ID",
     "FOCUS13_COLUMNS",
+    "RATIO_PLACES",
+    "SPLIT_KINDS",
     "FlavorFacts",
     "Focus13Context",
+    "SplitOf",
     "focus13_chunks",
     "focus13_records",
     "select_columns",
@@ -157,7 +160,8 @@ def select_columns(requested: str | None) -> tuple[str, ...]:
     return tuple(names)
 
 
-_SPLIT_KINDS = ("charge", "idle", "idle_share")
+SPLIT_KINDS = ("charge", "idle", "idle_share")
+SplitOf = tuple[str, int, Decimal, Decimal]  # period label, line number, AllocatedRatio, cost
 
 
 @dataclass(slots=True)
@@ -183,10 +187,10 @@ def _splits(lines: Sequence[ExportLine], ctx: Focus13Context) -> dict[int, _Spli
     """Each split line's origin, ratio and cost (see the module's docstring), by position."""
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, line in enumerate(lines):
-        if line.kind in _SPLIT_KINDS:
+        if line.kind in SPLIT_KINDS:
             groups.setdefault(_origin_key(line), []).append(i)
     out: dict[int, _Split] = {}
-    for key, members in groups.items():
+    for members in groups.values():
         total = sum((lines[i].card_hours for i in members), Decimal(0))
         if total <= 0:
             continue  # nothing physical to split: the rows stand alone
@@ -194,12 +198,17 @@ def _splits(lines: Sequence[ExportLine], ctx: Focus13Context) -> dict[int, _Spli
             [Fraction(lines[i].card_hours) / Fraction(total) for i in members], RATIO_PLACES
         )
         costs = _costs([lines[i] for i in members])
-        origin = f"{key[0]}/{key[1]}/{_sku_price_id(lines[members[0]], ctx)}"
-        if key[5]:
-            origin += f"/{key[5]}"  # two rate cards of one SKU price in one month: two origins
+        origin = _origin_id(lines[members[0]], ctx)
         for i, ratio, cost in zip(members, ratios, costs, strict=True):
             out[i] = _Split(origin=origin, ratio=ratio, cost=cost)
     return out
+
+
+def _origin_id(line: ExportLine, ctx: Focus13Context) -> str:
+    origin = f"{line.period}/{line.pool}/{_sku_price_id(line, ctx)}"
+    if line.rate_card:
+        origin += f"/{line.rate_card}"  # two rate cards of one SKU price in one month: two origins
+    return origin
 
 
 def _largest_remainder(shares: list[Fraction], places: int) -> list[Decimal]:
@@ -378,12 +387,20 @@ def _record(line: ExportLine, split: _Split | None, ctx: Focus13Context) -> dict
 
 
 def focus13_records(
-    lines: Iterable[ExportLine], ctx: Focus13Context | None = None
+    lines: Iterable[ExportLine],
+    ctx: Focus13Context | None = None,
+    *,
+    splits: Iterable[SplitOf] | None = None,
 ) -> Iterator[dict[str, str]]:
     """One record per line, in the lines' order, every line kept (unpriced ones included). Lines
-    arrive period by period (export_lines' order); one period is held at a time, since an origin's
-    rows are known only once all its lines are seen."""
+    arrive period by period (export_lines' order). ``splits``, when given, are each split line's
+    (period, line number, ratio, cost) in the same order, worked out by the database
+    (focus_sql.split_rows): the lines stream through. Without them one period is held at a time,
+    since an origin's rows are known only once all its lines are seen."""
     context = ctx or Focus13Context()
+    if splits is not None:
+        yield from _streamed_records(lines, iter(splits), context)
+        return
     period: list[ExportLine] = []
     for line in lines:
         if period and line.period != period[0].period:
@@ -392,6 +409,18 @@ def focus13_records(
         period.append(line)
     if period:
         yield from _period_records(period, context)
+
+
+def _streamed_records(
+    lines: Iterable[ExportLine], splits: Iterator[SplitOf], ctx: Focus13Context
+) -> Iterator[dict[str, str]]:
+    pending = next(splits, None)
+    for line in lines:
+        split = None
+        if pending is not None and (pending[0], pending[1]) == (line.period, line.line_no):
+            split = _Split(origin=_origin_id(line, ctx), ratio=pending[2], cost=pending[3])
+            pending = next(splits, None)
+        yield _record(line, split, ctx)
 
 
 def _period_records(lines: list[ExportLine], ctx: Focus13Context) -> Iterator[dict[str, str]]:
@@ -405,6 +434,8 @@ def focus13_chunks(
     ctx: Focus13Context | None = None,
     *,
     columns: Sequence[str] = FOCUS13_COLUMNS,
+    splits: Iterable[SplitOf] | None = None,
 ) -> Iterator[bytes]:
     """The FOCUS 1.3 CSV, streamed, with the ``columns`` asked for (all by default)."""
-    return table_chunks(columns, ([record[c] for c in columns] for record in focus13_records(lines, ctx)))
+    records = focus13_records(lines, ctx, splits=splits)
+    return table_chunks(columns, ([record[c] for c in columns] for record in records))
