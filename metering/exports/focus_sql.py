@@ -30,6 +30,7 @@ this on tricky lines):
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -278,7 +279,8 @@ def focus13_context(lines: QuerySet[ReportLine, Any]) -> Focus13Context:
     """What the pure writer needs from other tables: the flavor each rate card prices (the SKU), each
     flavor's share type and MIG profile (from the inventory's units of its resource), and the
     currency to state on a line that has none (unpriced usage)."""
-    cards = set(lines.order_by().exclude(rate_card_ref="").values_list("rate_card_ref", flat=True).distinct())
+    refs = lines.order_by().exclude(rate_card_ref="").values_list("rate_card_ref", flat=True).distinct()
+    cards = {ref for ref in refs if _is_uuid(ref)}  # a frozen reference, not a key: may name no card
     card_flavors = {
         str(pk): name or ""
         for pk, name in RateCard.objects.filter(pk__in=cards).values_list("pk", "flavor__name")
@@ -287,6 +289,14 @@ def focus13_context(lines: QuerySet[ReportLine, Any]) -> Focus13Context:
     flavors = {f.name: _flavor_facts(f) for f in Flavor.objects.filter(name__in=names)}
     currency = lines.order_by().exclude(currency="").values_list("currency", flat=True).first() or "USD"
     return Focus13Context(currency=currency, flavors=flavors, card_flavors=card_flavors)
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _flavor_facts(flavor: Flavor) -> FlavorFacts:

@@ -254,3 +254,23 @@ def test_postgresqls_split_gives_the_bytes_of_the_split_worked_in_python(month, 
         assert lines.exists()
         in_python = b"".join(focus13_chunks(export_lines(lines), focus13_context(lines)))
         assert b"".join(focus_export(lines)) == in_python
+
+
+def test_a_rate_card_reference_that_names_no_card_is_exported_as_it_is(cast, api):
+    """rate_card_ref is a frozen reference, not a key: one that is no card's id (a card from another
+    system, say) is written as x_RateCardId and priced under the model's SKU, not a crash."""
+    from metering.models import ReportLine
+    from metering.services.reports import build_period_report
+
+    p = rows.pool("h100")
+    rows.capacity(p, cards=1, idle="0.5")
+    rows.held(p, tenant=cast.vision, ge_hours="0.5")
+    rows.card(p, price="1.00")
+    build_period_report(period_id=p.period.pk, at=LATER)  # a draft: the period stays open
+    ReportLine.objects.filter(period=p.period).update(rate_card_ref="r-1")
+    text = focus(api, cast.fiona)
+    records = parsed(text)
+    assert validate(text, origin_of=origin) == []
+    assert {(r["x_RateCardId"], r["SkuId"], r["BilledCost"]) for r in records} == {
+        ("r-1", "H100-80GB", "0.50")
+    }
