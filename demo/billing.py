@@ -58,7 +58,8 @@ def seed_demo_billing(*, cluster: Cluster) -> bool:
     with transaction.atomic():
         if not UsageHour.objects.filter(period=last, source="simulated", meter="allocated_ge_hours").exists():
             _ledger(cluster=cluster, nodes=nodes, period_id=last.pk, start=last.starts_at, end=last.ends_at)
-    close_billing_period(actor=fiona, period_id=last.pk, idle="central")
+    # Models without a demo price (H200) stay unpriced, shown so: closing says it knows.
+    close_billing_period(actor=fiona, period_id=last.pk, idle="central", acknowledge_unpriced=True)
     run_report_job(job_id=request_report_job(actor=fiona, period_id=last.pk).pk)
     return True
 

@@ -50,6 +50,10 @@ class CloseForm(forms.Form):
         "charged on the pool, by their card-hours.",
     )
     confirm = forms.BooleanField(label="I understand the period can never change again once closed.")
+    acknowledge_unpriced = forms.BooleanField(
+        required=False,
+        label="I acknowledge that the card-hours no rate card covers close unpriced, at no cost.",
+    )
 
 
 class ReportJobForm(forms.Form):

@@ -37,6 +37,7 @@ from metering.services import periods as period_services
 from metering.services import rates as rate_services
 from metering.services import report_jobs as job_services
 from metering.services.periods import month_of
+from metering.services.reports import unpriced_card_hours_of
 
 PALETTE = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#f0e442", "#999999"]
 PAGE = 25
@@ -190,6 +191,7 @@ def period_detail(request: HttpRequest, period_id: str) -> HttpResponse:
         lines = lines.filter(kind=kind)
     page = Paginator(lines, 50).get_page(request.GET.get("page"))
     jobs = ReportJob.objects.filter(period=period).prefetch_related("files").order_by("-created_at")[:10]
+    over = timezone.now() >= period.ends_at
     context = {
         "period": period,
         "summary": period.summary or {},
@@ -199,9 +201,16 @@ def period_detail(request: HttpRequest, period_id: str) -> HttpResponse:
         "jobs": jobs,
         "close_form": CloseForm(),
         "job_form": ReportJobForm(),
-        "over": timezone.now() >= period.ends_at,
+        "over": over,
+        # What closing now would freeze unpriced: worked out live for a month that can be closed.
+        "unpriced": _unpriced_text(period) if over and period.state != "closed" else "",
     }
     return render(request, "metering/period.html", context)
+
+
+def _unpriced_text(period: BillingPeriod) -> str:
+    hours = unpriced_card_hours_of(period=period)
+    return f"{hours.normalize():f}" if hours else ""
 
 
 @login_required
@@ -214,7 +223,12 @@ def period_close(request: HttpRequest, period_id: str) -> HttpResponse:
         messages.error(request, "Tick the confirmation to close the period: it cannot be undone.")
         return redirect("metering-period", period_id=period.pk)
     try:
-        period_services.close_billing_period(actor=user, period_id=period.pk, idle=form.cleaned_data["idle"])
+        period_services.close_billing_period(
+            actor=user,
+            period_id=period.pk,
+            idle=form.cleaned_data["idle"],
+            acknowledge_unpriced=form.cleaned_data["acknowledge_unpriced"],
+        )
     except DomainError as exc:
         messages.error(request, exc.message)
     else:

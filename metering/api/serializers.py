@@ -141,3 +141,9 @@ class ReportLineSerializer(StrictModelSerializer):
             "rate_card_ref",
         ]
         read_only_fields = fields
+
+
+class ClosePeriodSerializer(StrictSerializer):
+    idle = serializers.CharField(required=False, allow_null=True)  # the service names a bad one
+    # Closing with card-hours no rate card covers freezes them at no cost: said explicitly, or 409.
+    acknowledge_unpriced = serializers.BooleanField(default=False)

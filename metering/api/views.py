@@ -16,6 +16,7 @@ from gpuplatform.api.filters import FilterSet
 from gpuplatform.api.viewsets import ScopedViewSet
 from metering.api.serializers import (
     BillingPeriodSerializer,
+    ClosePeriodSerializer,
     RateCardCreateSerializer,
     RateCardEndSerializer,
     RateCardSerializer,
@@ -110,12 +111,18 @@ class BillingPeriodViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Sco
         period = period_services.start_closing_period(actor=self.actor, period_id=period.pk)
         return Response(BillingPeriodSerializer(period).data)
 
-    @extend_schema(request=None, responses=BillingPeriodSerializer)
+    @extend_schema(request=ClosePeriodSerializer, responses=BillingPeriodSerializer)
     @action(detail=True, methods=["post"])
     def close(self, request: Request, pk: str | None = None) -> Response:
         period = self.get_object()
-        idle = request.data.get("idle") if hasattr(request.data, "get") else None  # central | distributed
-        period = period_services.close_billing_period(actor=self.actor, period_id=period.pk, idle=idle)
+        data = ClosePeriodSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        period = period_services.close_billing_period(
+            actor=self.actor,
+            period_id=period.pk,
+            idle=data.validated_data.get("idle"),
+            acknowledge_unpriced=data.validated_data["acknowledge_unpriced"],
+        )
         return Response(BillingPeriodSerializer(period).data)
 
 

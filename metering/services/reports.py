@@ -187,6 +187,13 @@ def compute_period_chargeback(
     return compute_chargeback(usage=usage, capacity=capacity, idle=idle), pools_by_id(pools)
 
 
+def unpriced_card_hours_of(*, period: BillingPeriod) -> Decimal:
+    """The card-hours of ``period`` no rate card covers now (usage and idle): what closing it would
+    freeze unpriced. Reads only (one chargeback of the month)."""
+    chargeback, _ = compute_period_chargeback(period=period)
+    return chargeback.unpriced_card_hours
+
+
 def priced_quantity(*, basis: str, allocated: Decimal, used: Decimal, weight: Decimal) -> Decimal:
     """The card-hours a rate card prices: allocation, what the card-hour rule charged; utilisation,
     the GE-hours used; blended, ``weight`` x allocated + (1 - weight) x used, to the nanohour."""
@@ -383,6 +390,55 @@ def summary_of(chargeback: Chargeback) -> dict[str, Any]:
                 "amount": str(r.amount),
             }
             for r in chargeback.rollups
-        ],
+        ]
+        + _unpriced_rollups(chargeback, slugs),
         "unpriced_card_hours": str(chargeback.unpriced_card_hours),
+        "unpriced": _unpriced_pools(chargeback),
     }
+
+
+def _unpriced_rollups(chargeback: Chargeback, slugs: dict[str, str]) -> list[dict[str, Any]]:
+    """Each tenant's unpriced usage, rolled up the tree like the priced roll-ups, as rows with no
+    currency and no amount: a tenant's GE-hours over its roll-up rows are all it held (what the Usage
+    page shows), priced or not."""
+    totals: dict[str, list[Decimal]] = {}
+    for line in chargeback.lines:
+        if line.amount is not None or line.kind == "idle" or not line.tenant_path:
+            continue
+        parts = [p for p in line.tenant_path.split("/") if p]
+        for depth in range(1, len(parts) + 1):
+            acc = totals.setdefault("/" + "/".join(parts[:depth]) + "/", [Decimal(0), Decimal(0)])
+            acc[0] += line.ge_hours
+            acc[1] += line.card_hours
+    return [
+        {
+            "tenant": slugs.get(path, path),
+            "tenant_path": path,
+            "currency": "",
+            "ge_hours": str(ge_hours),
+            "card_hours": str(card_hours),
+            "amount": None,
+        }
+        for path, (ge_hours, card_hours) in sorted(totals.items())
+    ]
+
+
+def _unpriced_pools(chargeback: Chargeback) -> list[dict[str, Any]]:
+    """The pools (and models) no rate card covered, with their charged and idle card-hours: listed in
+    the reconciliation beside the priced ones, so unpriced usage is never just absent from it."""
+    pools: dict[tuple[str, str], list[Decimal]] = {}
+    for line in chargeback.lines:
+        if line.amount is not None or line.kind == "adjustment":
+            continue
+        acc = pools.setdefault((line.pool, line.gpu_model), [Decimal(0), Decimal(0)])
+        acc[0 if line.kind == "charge" else 1] += line.card_hours
+    return [
+        {
+            "pool": pool,
+            "gpu_model": model,
+            "card_hours": str(charged + idle),
+            "charged_card_hours": str(charged),
+            "idle_card_hours": str(idle),
+        }
+        for (pool, model), (charged, idle) in sorted(pools.items())
+    ]
