@@ -138,4 +138,4 @@ def test_the_overview_separates_charged_from_idle_and_counts_unpriced_card_hours
     html = client.get("/").content.decode()
     row = next(r for r in cells(html, "billing-periods") if r and r[0] == "2025-03")
     # Charged to tenants 0.50 (vision), idle 0.50, unpriced 1.5 + 0.5 = 2 card-hours.
-    assert row[3:6] == ["0.50 USD", "0.50 USD", "2.00"]
+    assert row[3:6] == ["0.50 USD", "0.50 USD", "2"]
