@@ -28,7 +28,7 @@ def _quota_rows(user: User, parent: Tenant) -> list[QuotaRow]:
             "flavor_id", "resource", "nominal"
         )
     }
-    rows = []
+    rows: list[QuotaRow] = []
     for flavor in Flavor.objects.visible_to(user).order_by("name"):
         for resource in flavor.resource_names:
             rows.append(
@@ -71,7 +71,6 @@ def team_onboard(request: HttpRequest, tenant_id: uuid.UUID) -> HttpResponse:
             team = onboard_team(actor=user, parent_id=parent.pk, plan=plan)
         except OnboardingRefused as refused:
             form.show_refusal(refused)
-            context["refused_step"] = refused.step
         else:
             messages.success(
                 request, f"Onboarded {team.display_name} under {parent.display_name}: {_summary(plan)}."
