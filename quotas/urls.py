@@ -1,9 +1,10 @@
-"""Quotas' pages: the queue and its requests (views/queues.py), and the catalogue of flavors,
-priority classes, quotas, budgets and queues (views/catalogue.py)."""
+"""Quotas' pages: the queue and its requests (views/queues.py), the catalogue of flavors, priority
+classes, quotas, budgets and queues (views/catalogue.py), and onboarding a team in one form
+(views/onboarding.py: it composes tenants' services with the catalogue's, so it lives here)."""
 
 from django.urls import path
 
-from quotas.views import catalogue, queues
+from quotas.views import catalogue, onboarding, queues
 
 urlpatterns = [
     path("queues/", queues.queue, name="queues"),
@@ -12,6 +13,7 @@ urlpatterns = [
     path("queues/requests/new/", queues.request_capacity, name="queues-request-new"),
     path("queues/requests/<uuid:request_id>/", queues.request_detail, name="queues-request"),
     path("queues/requests/<uuid:request_id>/<str:verdict>/", queues.decide, name="queues-decide"),
+    path("onboarding/<uuid:tenant_id>/", onboarding.team_onboard, name="team-onboard"),
     path("catalogue/", catalogue.catalogue_index, name="catalogue"),
     path("catalogue/<slug:kind>/", catalogue.catalogue_list, name="catalogue-list"),
     path("catalogue/<slug:kind>/new/", catalogue.catalogue_create, name="catalogue-create"),

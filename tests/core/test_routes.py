@@ -32,6 +32,7 @@ PAGE_OWNERS = {
     "inventory": "inventory",
     "queues": "quotas",
     "catalogue": "quotas",
+    "onboarding": "quotas",
     "policies": "policies",
     "metering": "metering",
     "slos": "metering",

@@ -44,6 +44,7 @@ LIST_PAGES = {
 NOT_LISTS = {
     "tenant-tree": "measured by the tenant tests (tree of every visible tenant in one query)",
     "tenant-create": "a form",
+    "team-onboard": "a form: one query for the flavors it offers, one for the parent's quotas",
     "tenant-edit": "a form",
     "tenant-delete": "POST only",
     "membership-add": "POST only",

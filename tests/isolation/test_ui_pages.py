@@ -51,6 +51,7 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "tenant-delete": [lambda cast: {"tenant_id": cast.nlp.pk}],
     "tenant-dashboard": [lambda cast: {"tenant_id": cast.nlp.pk}],
     "membership-add": [lambda cast: {"tenant_id": cast.nlp.pk}],
+    "team-onboard": [lambda cast: {"tenant_id": cast.nlp.pk}],
     "membership-edit": [
         lambda cast: {"membership_id": Membership.objects.get(tenant=cast.nlp, user=cast.bob).pk}
     ],
