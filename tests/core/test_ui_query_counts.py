@@ -54,6 +54,7 @@ NOT_LISTS = {
     "token-revoke": "POST only",
     "audit-log": "paginated audit rows, one query a page",
     "inventory": "clusters and pools",
+    "inventory-cluster-enforcement": "POST only",
     "inventory-pool": "one pool",
     "inventory-fragmentation": "per pool by design (see KNOWN_PER_ROW)",
     "inventory-allocations": "paginated, select_related",
