@@ -6,23 +6,36 @@ late, an allocation the inventory learnt of late), what the hour's rows say now 
 the closed period holds plus the adjustments already booked for it; each difference becomes one
 ``Adjustment`` naming the period, hour, share and meter it corrects (the key of the closed
 ``UsageHour`` row: cluster, share, meter, hour). Net of what was booked, so metering the same late
-data twice books it once. Each run that books something is audited, in the same transaction.
+data twice books it once. What is booked is audited in the same transaction: one event per call, or
+with a ``BookingRun`` (the demo's month of hours, a backfill) one event per run, which each later
+hour of the run brings up to date in its own transaction (so the log is not one bookkeeping line
+per hour, and no booking is ever without its audit record).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from django.db.models import Sum
 
+from gpuplatform.audit.models import AuditEvent
 from gpuplatform.audit.services import record_event
 from metering.models import Adjustment, BillingPeriod, UsageHour
 from metering.services.periods import next_open_period
 
 ZERO = Decimal(0)
+
+
+@dataclass
+class BookingRun:
+    """A run metering many hours: its bookings share one audit event (``event_id`` once written)."""
+
+    event_id: int | None = None
 
 
 def book_late_data(
@@ -34,6 +47,7 @@ def book_late_data(
     meters: Sequence[str],
     what: str,
     partial_only_adds: bool = False,
+    run: BookingRun | None = None,
 ) -> int:
     """Book the differences between ``fresh`` (the hour's rows as metered now, unsaved) and the closed
     ``period``'s rows of ``meters`` for the hour, net of adjustments already booked. Runs inside the
@@ -103,17 +117,48 @@ def book_late_data(
             "card_hours_delta": str(sum((a.card_hours_delta for a in mine), ZERO)),
             "lines": str(len(mine)),
         }
-    record_event(
-        actor=None,
-        action="usage.adjustment_booked",
-        obj=target,
-        after={
-            "adjusts_period": period.label,
-            "cluster_id": str(cluster_id),
-            "hour": hour.isoformat(),
-            "source": what,
-            "adjustments": len(made),
-            "meters": totals,
-        },
-    )
+    booked_now = {
+        "adjusts_period": period.label,
+        "cluster_id": str(cluster_id),
+        "hour": hour.isoformat(),
+        "source": what,
+        "adjustments": len(made),
+        "meters": totals,
+    }
+    if run is not None and run.event_id is not None:
+        event = AuditEvent.objects.select_for_update().get(pk=run.event_id)
+        event.after = _merged(event.after or {}, booked_now)
+        event.save(update_fields=["after"])
+    else:
+        event = record_event(
+            actor=None,
+            action="usage.adjustment_booked",
+            obj=target,
+            after={**booked_now, "hours": 1, "last_hour": booked_now["hour"]} if run else booked_now,
+        )
+        if run is not None:
+            run.event_id = event.pk
     return len(made)
+
+
+def _merged(summary: dict[str, Any], hour: dict[str, Any]) -> dict[str, Any]:
+    """A run's event after one more hour: counts and meter totals summed, the hour span widened."""
+    meters: dict[str, dict[str, str]] = {k: dict(v) for k, v in summary.get("meters", {}).items()}
+    for meter, added in hour["meters"].items():
+        was = meters.setdefault(meter, {"quantity_delta": "0", "card_hours_delta": "0", "lines": "0"})
+        for key in ("quantity_delta", "card_hours_delta"):
+            was[key] = str(Decimal(was[key]) + Decimal(added[key]))
+        was["lines"] = str(int(was["lines"]) + int(added["lines"]))
+    periods = sorted(
+        {*summary.get("adjusts_periods", [summary.get("adjusts_period")]), hour["adjusts_period"]}
+    )
+    hours = sorted([summary.get("hour", hour["hour"]), summary.get("last_hour", hour["hour"]), hour["hour"]])
+    return {
+        **summary,
+        "adjusts_periods": [p for p in periods if p],
+        "hour": hours[0],
+        "last_hour": hours[-1],
+        "hours": int(summary.get("hours", 1)) + 1,
+        "adjustments": int(summary.get("adjustments", 0)) + hour["adjustments"],
+        "meters": meters,
+    }
