@@ -69,7 +69,7 @@ def request_outlook(*, tenant: Tenant, flavors: list[Flavor], amount: int) -> li
     usable = [
         f
         for f in flavors
-        if len(f.resource_names) == 1 and usable_by(tenant.path, f.tenant.path if f.tenant_id else None)
+        if len(f.resource_names) == 1 and usable_by(tenant.path, f.tenant.path if f.tenant else None)
     ]
     if not usable:
         return []

@@ -183,7 +183,7 @@ def decide(request: HttpRequest, request_id: str, verdict: str) -> HttpResponse:
         if request.headers.get("HX-Request"):
             context = _detail_context(user, found, decision_form=form)
             return render(request, "quotas/request_detail.html", context)
-        messages.error(request, form.errors["note"][0])
+        messages.error(request, str(form.errors["note"][0]))
         return redirect("queues-request", request_id=found.pk)
     try:
         request_services.decide_approval(
