@@ -33,3 +33,16 @@ class QuotasConfig(AppConfig):
         from quotas.attention import attention
 
         register_attention(name="quotas", source=attention)
+
+        from gpuplatform.audit.naming import by_field, register_names
+        from quotas.models import Flavor, PriorityClass, Queue
+        from quotas.selectors import request_names
+
+        register_names(object_type="quotas.capacityrequest", names=request_names, fields=("request",))
+        register_names(object_type="quotas.flavor", names=by_field(Flavor, "name"), fields=("flavor",))
+        register_names(
+            object_type="quotas.priorityclass",
+            names=by_field(PriorityClass, "name"),
+            fields=("priority_class",),
+        )
+        register_names(object_type="quotas.queue", names=by_field(Queue, "name"), fields=("queue",))

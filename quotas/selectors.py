@@ -293,3 +293,17 @@ def preemption_words(queue: Queue) -> str:
         f" and {preempt} the first it must preempt on"
     )
     return f"{own}; {reclaim}{borrowing}{flavors}."
+
+
+TIMES = "\u00d7"
+
+
+def request_names(ids: list[str]) -> dict[str, str]:
+    """Requests as the audit log names them: "vision: 2 x nvidia.com/gpu on h100"."""
+    rows = CapacityRequest.objects.filter(pk__in=ids).values_list(
+        "pk", "tenant__slug", "amounts", "flavor__name"
+    )
+    return {
+        str(pk): f"{tenant}: {', '.join(f'{v} {TIMES} {k}' for k, v in amounts.items())} on {flavor}"
+        for pk, tenant, amounts, flavor in rows
+    }

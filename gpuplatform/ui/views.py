@@ -8,6 +8,8 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 
 from gpuplatform.audit.models import AuditEvent
+from gpuplatform.audit.naming import name_events
+from gpuplatform.audit.services import BOOKKEEPING_ACTIONS
 from gpuplatform.ui.attention import attention_for
 from gpuplatform.ui.auth import current_user
 from gpuplatform.ui.panels import overview_panels
@@ -22,6 +24,8 @@ def overview(request: HttpRequest) -> HttpResponse:
     context = {
         "attention": attention_for(user),
         "panels": panels,
-        "recent_events": AuditEvent.objects.visible_to(user)[:8],
+        "recent_events": name_events(
+            AuditEvent.objects.visible_to(user).exclude(action__in=BOOKKEEPING_ACTIONS)[:8]
+        ),
     }
     return render(request, "ui/overview.html", context)

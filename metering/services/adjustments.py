@@ -9,7 +9,11 @@ meter of a usage row (cluster, share, meter, hour), or ``idle/<node>`` and ``idl
 node's idle capacity in that hour. Both ways: more, less, a share gone (also one that exists only as
 earlier adjustments, never in the closed rows), and the idle the change moved, so across periods a
 pool still recovers exactly its cards x hours. Net of what was booked, so metering the same late data
-twice books it once. Each run that books something is audited, in the same transaction.
+twice books it once.
+What is booked is audited in the same transaction: one event per call, or with a ``BookingRun`` (the
+demo's month of hours, a backfill) one event per run, which each later hour of the run brings up to date
+in its own transaction (so the log is not one bookkeeping line per hour, and no booking is ever without
+its audit record).
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
+from gpuplatform.audit.models import AuditEvent
 from gpuplatform.audit.services import record_event
 from metering.models import Adjustment, BillingPeriod, CapacityHour, UsageHour
 from metering.models.periods import IDLE_METER
@@ -38,6 +44,13 @@ class _Booked:
     latest: Adjustment
 
 
+@dataclass
+class BookingRun:
+    """A run metering many hours: its bookings share one audit event (``event_id`` once written)."""
+
+    event_id: int | None = None
+
+
 def book_late_data(
     *,
     cluster_id: uuid.UUID,
@@ -48,6 +61,7 @@ def book_late_data(
     what: str,
     partial_only_adds: bool = False,
     capacity: Iterable[CapacityHour] | None = None,
+    run: BookingRun | None = None,
 ) -> int:
     """Book the differences between ``fresh`` (the hour's rows as metered now, unsaved) and the closed
     ``period``'s rows of ``meters`` for the hour, net of adjustments already booked; with
@@ -84,19 +98,27 @@ def book_late_data(
             "card_hours_delta": str(sum((a.card_hours_delta for a in mine), ZERO)),
             "lines": str(len(mine)),
         }
-    record_event(
-        actor=None,
-        action="usage.adjustment_booked",
-        obj=target,
-        after={
-            "adjusts_period": period.label,
-            "cluster_id": str(cluster_id),
-            "hour": hour.isoformat(),
-            "source": what,
-            "adjustments": len(made),
-            "meters": totals,
-        },
-    )
+    booked_now = {
+        "adjusts_period": period.label,
+        "cluster_id": str(cluster_id),
+        "hour": hour.isoformat(),
+        "source": what,
+        "adjustments": len(made),
+        "meters": totals,
+    }
+    if run is not None and run.event_id is not None:
+        event = AuditEvent.objects.select_for_update().get(pk=run.event_id)
+        event.after = _merged(event.after or {}, booked_now)
+        event.save(update_fields=["after"])
+    else:
+        event = record_event(
+            actor=None,
+            action="usage.adjustment_booked",
+            obj=target,
+            after={**booked_now, "hours": 1, "last_hour": booked_now["hour"]} if run else booked_now,
+        )
+        if run is not None:
+            run.event_id = event.pk
     return len(made)
 
 
@@ -222,3 +244,26 @@ def _idle_adjustments(
             )
         )
     return made
+
+
+def _merged(summary: dict[str, Any], hour: dict[str, Any]) -> dict[str, Any]:
+    """A run's event after one more hour: counts and meter totals summed, the hour span widened."""
+    meters: dict[str, dict[str, str]] = {k: dict(v) for k, v in summary.get("meters", {}).items()}
+    for meter, added in hour["meters"].items():
+        was = meters.setdefault(meter, {"quantity_delta": "0", "card_hours_delta": "0", "lines": "0"})
+        for key in ("quantity_delta", "card_hours_delta"):
+            was[key] = str(Decimal(was[key]) + Decimal(added[key]))
+        was["lines"] = str(int(was["lines"]) + int(added["lines"]))
+    periods = sorted(
+        {*summary.get("adjusts_periods", [summary.get("adjusts_period")]), hour["adjusts_period"]}
+    )
+    hours = sorted([summary.get("hour", hour["hour"]), summary.get("last_hour", hour["hour"]), hour["hour"]])
+    return {
+        **summary,
+        "adjusts_periods": [p for p in periods if p],
+        "hour": hours[0],
+        "last_hour": hours[-1],
+        "hours": int(summary.get("hours", 1)) + 1,
+        "adjustments": int(summary.get("adjustments", 0)) + hour["adjustments"],
+        "meters": meters,
+    }

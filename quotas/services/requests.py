@@ -188,19 +188,48 @@ def is_suspended(tenant: Tenant) -> bool:
 
 
 def with_subtree_claims(
-    *, actor: User, tenant: Tenant, flavor: Flavor, wanted: dict[str, int]
+    *, actor: User, tenant: Tenant, flavor: Flavor, wanted: dict[str, int], top: Tenant | None = None
 ) -> dict[str, int]:
     """What the subtree the threshold governs would then hold of the flavor: what its requests hold
     now plus this one. An approval threshold applies to that, not to each request alone, so
     splitting a request, or spreading it over children one created, needs approval too. The subtree
     is ``governing_tenant``'s (quotas/services/approval_authority.py)."""
-    top = approval_authority.governing_tenant(tenant=tenant, requester=actor)
+    top = top or approval_authority.governing_tenant(tenant=tenant, requester=actor)
     claimed = dict(wanted)
     held = CapacityRequest.objects.filter(tenant__path__startswith=top.path, flavor=flavor, state__in=HOLDING)
     for amounts in held.values_list("amounts", flat=True):
         for resource, value in (amounts or {}).items():
             claimed[resource] = claimed.get(resource, 0) + int(value)
     return claimed
+
+
+def approval_basis(
+    *, actor: User, tenant: Tenant, flavors: list[Flavor], wanted: dict[str, int]
+) -> list[dict[str, Any]]:
+    """Each flavor whose approval threshold the request would cross, with the figures judged: the
+    threshold, the resource over it, what the governing subtree would then hold, and that subtree.
+    Empty: no approval needed. The approval inbox shows these, not the requester's words."""
+    crossed: list[dict[str, Any]] = []
+    top: Tenant | None = None
+    for f in flavors:
+        if f.approval_above is None:
+            continue
+        top = top or approval_authority.governing_tenant(tenant=tenant, requester=actor)
+        claimed = with_subtree_claims(actor=actor, tenant=tenant, flavor=f, wanted=wanted, top=top)
+        if not f.needs_approval(claimed):
+            continue
+        resource, held = max(claimed.items(), key=lambda item: item[1])
+        crossed.append(
+            {
+                "flavor": f.name,
+                "threshold": f.approval_above,
+                "resource": resource,
+                "subtree_would_hold": held,
+                "requested": int(wanted.get(resource, 0)),
+                "subtree": top.slug,
+            }
+        )
+    return crossed
 
 
 def _amounts(flavor: Flavor, amount: int | None, amounts: dict[str, int] | None) -> dict[str, int]:
@@ -345,13 +374,10 @@ def _decide_arrival(actor: User, request: CapacityRequest, resolved: _Resolved) 
     now = request.created_at
     # Under the cohort lock, so two requests racing cannot both slip under the threshold.
     # Any flavor it may land on whose threshold it would cross makes it wait for approval.
-    if any(
-        f.needs_approval(
-            with_subtree_claims(actor=actor, tenant=resolved.tenant, flavor=f, wanted=request.amounts)
-        )
-        for f in resolved.flavors
-        if f is resolved.flavor or f.approval_above is not None
-    ):
+    request.approval_basis = approval_basis(
+        actor=actor, tenant=resolved.tenant, flavors=resolved.flavors, wanted=request.amounts
+    )
+    if request.approval_basis:
         request.approval = ApprovalState.AWAITING
     outcome, snapshot_rows = decide_cohort(
         root_path=cohort_root_path(resolved.tenant.path),

@@ -65,7 +65,9 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "pool-dashboard": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "inventory-node": [lambda cast: {"node_id": inv.node().pk}],
     "queues-request": [lambda cast: {"request_id": adm.capacity_request(tenant=cast.nlp).pk}],
-    "queues-decide": [decision(verdict) for verdict in ("approve", "refuse")],
+    "queues-decide": [decision(verdict) for verdict in ("approve", "reject")],
+    "queues-request-cancel": [lambda cast: {"request_id": adm.capacity_request(tenant=cast.nlp).pk}],
+    "queues-request-release": [lambda cast: {"request_id": adm.capacity_request(tenant=cast.nlp).pk}],
     "catalogue-edit": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
     "catalogue-delete": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
     # Metering's periods and report jobs carry every tenant's totals: platform objects, a 404 to tenants.

@@ -148,3 +148,16 @@ def is_number(value: Any) -> bool:
 def cell(value: Any) -> Any:
     """A table cell of mixed content: a figure as ``qty`` prints it, anything else as it is."""
     return qty(value) if _is_number(value) else value
+
+
+@register.filter
+def duration_words(seconds: Any) -> str:
+    """A span of seconds in the largest whole unit that fits: "3 days", "36 hours", "90 minutes"."""
+    if not _is_number(seconds) or seconds <= 0:
+        return ""
+    whole = int(seconds)
+    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        if whole % size == 0:
+            count = whole // size
+            return f"{count:,} {unit}{'' if count == 1 else 's'}"
+    return f"{whole:,} seconds"
