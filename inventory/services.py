@@ -20,6 +20,7 @@ from inventory.cluster_access import vet_uploaded
 from inventory.crypto import encrypt_text
 from inventory.kubeconfig import KubeconfigRefused, canonical_yaml
 from inventory.models import Allocation, Cluster, EnforcementBackend, NodePool
+from inventory.ports import enforcement_backend_changed
 from tenants.models import Tenant
 
 CLUSTER_FIELDS = ("name", "api_endpoint", "in_cluster", "pool_label", "enforcement_backend")
@@ -101,6 +102,10 @@ def create_cluster(
                 f"A cluster named {name!r} exists.", code="cluster_name_taken", field="name"
             ) from exc
         record_event(actor=actor, action="cluster.created", obj=cluster, after=_cluster_snapshot(cluster))
+        if cluster.enforcement_backend != EnforcementBackend.RESOURCEQUOTA:
+            enforcement_backend_changed.send(
+                sender=Cluster, cluster_id=str(cluster.pk), before="", after=cluster.enforcement_backend
+            )
     return cluster
 
 
@@ -138,9 +143,17 @@ def update_cluster(
             cluster.in_cluster = in_cluster
         if pool_label is not _UNSET:
             cluster.pool_label = pool_label
+        switched = enforcement_backend is not _UNSET and enforcement_backend != cluster.enforcement_backend
         if enforcement_backend is not _UNSET:
             cluster.enforcement_backend = enforcement_backend
         cluster.save()
+        if switched:
+            enforcement_backend_changed.send(
+                sender=Cluster,
+                cluster_id=str(cluster.pk),
+                before=before["enforcement_backend"],
+                after=cluster.enforcement_backend,
+            )
         after = _cluster_snapshot(cluster)
         if after != before or changed_secret:
             after["kubeconfig_replaced"] = changed_secret

@@ -1,6 +1,13 @@
 """Inventory models: clusters and their sync state, the fleet, DRA objects and the allocation ledger."""
 
-from inventory.models.clusters import Cluster, EnforcementBackend, ParseIssueCount, SyncKind, SyncState
+from inventory.models.clusters import (
+    Cluster,
+    EnforcementBackend,
+    KueueApplyState,
+    ParseIssueCount,
+    SyncKind,
+    SyncState,
+)
 from inventory.models.fleet import DeviceClass, Gpu, Node, NodePool, ResourceSlice, ShareableUnit, UnitKind
 from inventory.models.ledger import Allocation, HolderKind, ResourceClaim
 
@@ -11,6 +18,7 @@ __all__ = [
     "EnforcementBackend",
     "Gpu",
     "HolderKind",
+    "KueueApplyState",
     "Node",
     "NodePool",
     "ParseIssueCount",

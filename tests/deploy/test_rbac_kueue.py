@@ -1,0 +1,60 @@
+"""Least privilege for Kueue enforcement: what the worker's Kueue jobs call on a cluster (recorded by
+kubesim's request log) is exactly what the chart's ``<release>-kueue`` ClusterRole grants the
+worker's service account. Recorded: a cluster switched to kueue (its ResourceQuotas removed, the
+compiled objects applied, our AdmissionCheck marked Active, one object pruned), then switched back
+(every object of ours deleted)."""
+
+from __future__ import annotations
+
+import pytest
+
+from inventory.models import NodePool
+from inventory.services import create_cluster, update_cluster
+from inventory.sync.service import sync_cluster
+from quotas.models import Flavor, PriorityClass, Queue, Quota
+from quotas.tasks import apply_kueue_task
+from tests.deploy.chart import EXAMPLES, by_kind, render, values_of
+from tests.deploy.test_rbac import granted
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+GPU = "nvidia.com/gpu"
+KUEUE = "kueue.x-k8s.io"
+
+
+@pytest.fixture
+def recorded(cast, kubesim_factory):
+    sim = kubesim_factory(scenario="mixed", nodes=20, seed=1, kueue=True, request_log=True)
+    cluster = create_cluster(actor=cast.pat, name="sim", kubeconfig=sim.kubeconfig_path.read_text())
+    sync_cluster(cluster_id=str(cluster.pk))
+    pool = NodePool.objects.get(cluster=cluster, name="NVIDIA-H100-80GB-HBM3")
+    h100 = Flavor.objects.create(name="h100", pool=pool, resources=[{"name": GPU, "ge_per_unit": "1"}])
+    PriorityClass.objects.create(name="batch", value=100)
+    for tenant in (cast.vision, cast.nlp):
+        Queue.objects.create(tenant=tenant, name="default")
+        Quota.objects.create(tenant=tenant, flavor=h100, resource=GPU, nominal=4)
+    log = sim.api.request_log
+    log.clear()
+    update_cluster(actor=cast.pat, cluster_id=cluster.pk, enforcement_backend="kueue")
+    apply_kueue_task(str(cluster.pk))
+    update_cluster(actor=cast.pat, cluster_id=cluster.pk, enforcement_backend="resourcequota")
+    assert "ClusterQueue/vision" in apply_kueue_task(str(cluster.pk))["removed"]
+    return log.permissions()
+
+
+def test_the_worker_is_granted_exactly_what_the_kueue_jobs_call(recorded):
+    kinds = ("resourceflavors", "workloadpriorityclasses", "admissionchecks", "cohorts", "clusterqueues")
+    assert recorded == {
+        *((KUEUE, kind, verb) for kind in (*kinds, "localqueues") for verb in ("list", "patch", "delete")),
+        (KUEUE, "admissionchecks/status", "patch"),
+        ("", "resourcequotas", "delete"),
+    }
+    objects = render(values_of(next(p for p in EXAMPLES if p.stem == "values-single-cluster")))
+    (role,) = [r for r in by_kind(objects, "ClusterRole") if r["metadata"]["name"] == "gpuplatform-kueue"]
+    assert granted(role) == recorded
+    bound = {
+        (s["name"], b["roleRef"]["name"])
+        for b in by_kind(objects, "ClusterRoleBinding")
+        for s in b["subjects"]
+    }
+    assert ("gpuplatform-worker", "gpuplatform-kueue") in bound
