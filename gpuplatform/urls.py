@@ -22,6 +22,7 @@ from inventory.api.views import (
     NodePoolViewSet,
     NodeViewSet,
     ResourceClaimViewSet,
+    WorkloadViewSet,
 )
 from metering import slo_views
 from metering import views as metering_views
@@ -63,6 +64,7 @@ router.register("gpus", GpuViewSet, basename="gpu")
 router.register("resource-claims", ResourceClaimViewSet, basename="resource-claim")
 router.register("allocations", AllocationViewSet, basename="allocation")
 router.register("fragmentation", FragmentationViewSet, basename="fragmentation")
+router.register("workloads", WorkloadViewSet, basename="workload")
 router.register("flavors", FlavorViewSet, basename="flavor")
 router.register("quotas", QuotaViewSet, basename="quota")
 router.register("budgets", BudgetViewSet, basename="budget")

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 
 from gpuplatform.errors import DomainError, NotFound
 from gpuplatform.ui.auth import current_user
+from inventory.models import Workload
 from quotas import selectors
 from quotas.forms import RequestCapacityForm
 from quotas.models import Budget, CapacityRequest, Flavor, Queue, Quota
@@ -23,6 +24,8 @@ from quotas.selectors import preemption_words, with_flavor_chains
 from quotas.services import approval_authority
 from quotas.services import requests as request_services
 from tenants.models import Tenant
+
+WORKLOADS_SHOWN = 50
 
 
 @login_required
@@ -59,6 +62,11 @@ def queue(request: HttpRequest) -> HttpResponse:
         "recent": recent,
         "can_approve": can_approve,
         "queue_policies": [{"queue": q, "words": preemption_words(q)} for q in queues],
+        # Kueue's Workloads on kueue clusters (synced by inventory), newest first.
+        "workloads": Workload.objects.visible_to(user)
+        .filter(present=True)
+        .select_related("cluster", "tenant")
+        .order_by("-created_in_cluster", "name")[:WORKLOADS_SHOWN],
     }
     return render(request, "quotas/queue.html", context)
 

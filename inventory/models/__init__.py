@@ -10,6 +10,7 @@ from inventory.models.clusters import (
 )
 from inventory.models.fleet import DeviceClass, Gpu, Node, NodePool, ResourceSlice, ShareableUnit, UnitKind
 from inventory.models.ledger import Allocation, HolderKind, ResourceClaim
+from inventory.models.workloads import Workload, WorkloadState
 
 __all__ = [
     "Allocation",
@@ -28,4 +29,6 @@ __all__ = [
     "SyncKind",
     "SyncState",
     "UnitKind",
+    "Workload",
+    "WorkloadState",
 ]

@@ -20,6 +20,8 @@ class SyncKind(models.TextChoices):
     RESOURCE_SLICES = "resourceslices", "ResourceSlices"
     RESOURCE_CLAIMS = "resourceclaims", "ResourceClaims"
     PODS = "pods", "Pods"
+    # Kueue's Workloads, synced only from clusters that enforce through Kueue.
+    WORKLOADS = "workloads", "Workloads"
 
 
 class EnforcementBackend(models.TextChoices):
