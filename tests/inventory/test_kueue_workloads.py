@@ -33,7 +33,11 @@ def _watch(syncer: ClusterSync) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_workloads_are_listed_then_watched_with_their_tenant_flavor_and_plain_reasons(
-    cast, api, client, kueue, sim_cluster
+    cast,
+    api,
+    client,
+    kueue,  # noqa: F811 (the fixtures imported above)
+    sim_cluster,  # noqa: F811 (the fixtures imported above)
 ):
     # given a kueue cluster with the compiled objects, a Job of vision's taking quota, and a Workload
     # in nlp's namespace naming a LocalQueue that gpuplatform did not write
@@ -126,23 +130,49 @@ def _workload(conditions, checks=(), **spec):
     }
 
 
-@pytest.mark.parametrize(
-    ("conditions", "checks", "state", "words"),
-    [
-        ([("QuotaReserved", "False", "Pending", "insufficient quota")], [], "pending", "Waiting for quota: insufficient quota"),
-        ([("QuotaReserved", "False", "Inadmissible", "LocalQueue x doesn't exist")], [], "pending",
-         "Kueue cannot queue it: LocalQueue x doesn't exist"),
-        ([("QuotaReserved", "True", "QuotaReserved", "")], [("gpuplatform-budget", "Pending", "awaiting approval by rita")],
-         "quota_reserved", "Quota reserved in ClusterQueue vision; waiting for gpuplatform: awaiting approval by rita"),
-        ([("QuotaReserved", "True", "QuotaReserved", ""), ("Admitted", "True", "Admitted", "")], [], "admitted",
-         "Admitted: running in ClusterQueue vision."),
-        ([("Evicted", "True", "AdmissionCheck", "over budget")], [], "evicted",
-         "Held by an admission check, queued again later: over budget"),
-        ([("Evicted", "True", "DeactivatedDueToAdmissionCheck", "rejected")], [], "evicted", "Rejected and deactivated: rejected"),
-        ([("Admitted", "True", "Admitted", ""), ("Finished", "True", "Succeeded", "Job finished")], [], "finished",
-         "Finished: Job finished"),
-    ],
-)  # fmt: skip
+QR, ADM, BUDGET = "QuotaReserved", "Admitted", "gpuplatform-budget"
+SENTENCES = [
+    ([(QR, "False", "Pending", "no room")], [], "pending", "Waiting for quota: no room"),
+    (
+        [(QR, "False", "Inadmissible", "LocalQueue x doesn't exist")],
+        [],
+        "pending",
+        "Kueue cannot queue it: LocalQueue x doesn't exist",
+    ),
+    (
+        [(QR, "True", QR, "")],
+        [(BUDGET, "Pending", "awaiting approval by rita")],
+        "quota_reserved",
+        "Quota reserved in ClusterQueue vision; waiting for gpuplatform: awaiting approval by rita",
+    ),
+    (
+        [(QR, "True", QR, ""), (ADM, "True", ADM, "")],
+        [],
+        "admitted",
+        "Admitted: running in ClusterQueue vision.",
+    ),
+    (
+        [("Evicted", "True", "AdmissionCheck", "over budget")],
+        [],
+        "evicted",
+        "Held by an admission check, queued again later: over budget",
+    ),
+    (
+        [("Evicted", "True", "DeactivatedDueToAdmissionCheck", "no")],
+        [],
+        "evicted",
+        "Rejected and deactivated: no",
+    ),
+    (
+        [(ADM, "True", ADM, ""), ("Finished", "True", "Succeeded", "Job finished")],
+        [],
+        "finished",
+        "Finished: Job finished",
+    ),
+]
+
+
+@pytest.mark.parametrize(("conditions", "checks", "state", "words"), SENTENCES)
 def test_each_state_of_kueue_reads_as_a_sentence(conditions, checks, state, words):
     parsed = parse_workload(_workload(conditions, checks))
     assert parsed.state == state
