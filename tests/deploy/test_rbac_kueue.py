@@ -73,11 +73,17 @@ def test_the_worker_and_the_sync_are_granted_exactly_what_they_call_on_a_kueue_c
         ("", "resourcequotas", "delete"),
     }
     objects = render(values_of(next(p for p in EXAMPLES if p.stem == "values-single-cluster")))
-    (role,) = [r for r in by_kind(objects, "ClusterRole") if r["metadata"]["name"] == "gpuplatform-kueue"]
-    assert granted(role) == recorded
+    roles = {r["metadata"]["name"]: granted(r) for r in by_kind(objects, "ClusterRole")}
+    assert roles["gpuplatform-kueue"] == recorded["worker"]
+    # the sync of a kueue cluster calls what -sync grants, and the Workloads' list and watch besides
+    assert roles["gpuplatform-sync"] <= recorded["sync"]
+    extra = recorded["sync"] - roles["gpuplatform-sync"]
+    assert extra == {(KUEUE, "workloads", "list"), (KUEUE, "workloads", "watch")}
+    assert roles["gpuplatform-sync-kueue"] == extra
     bound = {
         (s["name"], b["roleRef"]["name"])
         for b in by_kind(objects, "ClusterRoleBinding")
         for s in b["subjects"]
     }
     assert ("gpuplatform-worker", "gpuplatform-kueue") in bound
+    assert ("gpuplatform-sync", "gpuplatform-sync-kueue") in bound
