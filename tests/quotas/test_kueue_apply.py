@@ -38,9 +38,10 @@ class Kueue:
     def __init__(self, sim: Any) -> None:
         self.sim = sim
         self.api = sim.api_client()
-        self.custom = k8s.CustomObjectsApi(self.api)
-        self.core = k8s.CoreV1Api(self.api)
-        self.batch = k8s.BatchV1Api(self.api)
+        # Any: plain dicts in and out, as a test writes and reads them
+        self.custom: Any = k8s.CustomObjectsApi(self.api)
+        self.core: Any = k8s.CoreV1Api(self.api)
+        self.batch: Any = k8s.BatchV1Api(self.api)
         self.controllers = start_controllers(sim.store, enabled={"kueue"}, background=False)
 
     def settle(self) -> None:
