@@ -325,6 +325,11 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "quotas.run_admission_loop",
         "schedule": ADMISSION_LOOP_SECONDS,
     },
+    # Kueue clusters: apply the compiled objects again, repairing hand edits (docs/kueue.md).
+    "quotas-kueue-reconcile": {
+        "task": "quotas.reconcile_kueue_clusters",
+        "schedule": env_int("KUEUE_RECONCILE_SECONDS", 300),
+    },
     # Rollouts: retries after backoff, blocked nodes that drained, MIG verification; silent agents.
     "policies-advance-rollouts": {
         "task": "policies.advance_running_rollouts",

@@ -17,11 +17,12 @@ from gpuplatform.accounts.models import User
 from gpuplatform.audit.services import record_attempt, record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from gpuplatform.health.heartbeats import forget
+from inventory.changed_hours import mark_changed_hours
 from inventory.cluster_access import vet_uploaded
 from inventory.crypto import encrypt_text
 from inventory.kubeconfig import KubeconfigRefused, canonical_yaml
 from inventory.models import Allocation, Cluster, EnforcementBackend, NodePool, sync_heartbeat_name
-from inventory.sync.ledger import mark_changed_hours
+from inventory.ports import enforcement_backend_changed
 from tenants.models import Tenant
 
 CLUSTER_FIELDS = ("name", "api_endpoint", "in_cluster", "pool_label", "enforcement_backend")
@@ -103,6 +104,10 @@ def create_cluster(
                 f"A cluster named {name!r} exists.", code="cluster_name_taken", field="name"
             ) from exc
         record_event(actor=actor, action="cluster.created", obj=cluster, after=_cluster_snapshot(cluster))
+        if cluster.enforcement_backend != EnforcementBackend.RESOURCEQUOTA:
+            enforcement_backend_changed.send(
+                sender=Cluster, cluster_id=str(cluster.pk), before="", after=cluster.enforcement_backend
+            )
     return cluster
 
 
@@ -140,9 +145,17 @@ def update_cluster(
             cluster.in_cluster = in_cluster
         if pool_label is not _UNSET:
             cluster.pool_label = pool_label
+        switched = enforcement_backend is not _UNSET and enforcement_backend != cluster.enforcement_backend
         if enforcement_backend is not _UNSET:
             cluster.enforcement_backend = enforcement_backend
         cluster.save()
+        if switched:
+            enforcement_backend_changed.send(
+                sender=Cluster,
+                cluster_id=str(cluster.pk),
+                before=before["enforcement_backend"],
+                after=cluster.enforcement_backend,
+            )
         after = _cluster_snapshot(cluster)
         if after != before or changed_secret:
             after["kubeconfig_replaced"] = changed_secret

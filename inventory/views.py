@@ -35,6 +35,7 @@ def clusters(request: HttpRequest) -> HttpResponse:
         Cluster.objects.visible_to(user)
         .annotate(parse_issue_count=Sum("parse_issues__count"))
         .prefetch_related("sync_states")
+        .select_related("kueue_state")
         .order_by("name")  # the aggregate's GROUP BY drops Meta.ordering
     )
     clusters_shown: list[Cluster] = list(cluster_rows)

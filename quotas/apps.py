@@ -13,6 +13,19 @@ class QuotasConfig(AppConfig):
 
         tenant_state_changed.connect(on_tenant_state_changed, dispatch_uid="quotas-withdraw-suspended")
 
+        # The Kueue apply follows every change to what it compiles (quotas/kueue_apply/triggers.py).
+        from django.db.models.signals import post_delete, post_save
+
+        from inventory.ports import enforcement_backend_changed
+        from quotas.kueue_apply.triggers import on_catalogue_changed, on_enforcement_backend_changed
+        from quotas.models import Flavor, PriorityClass, Queue, Quota
+        from tenants.models import Tenant, TenantNamespace
+
+        for model in (Flavor, Quota, Queue, PriorityClass, Tenant, TenantNamespace):
+            for signal in (post_save, post_delete):
+                signal.connect(on_catalogue_changed, sender=model, dispatch_uid=f"kueue-{model.__name__}")
+        enforcement_backend_changed.connect(on_enforcement_backend_changed, dispatch_uid="kueue-switch")
+
         from gpuplatform.observability.metrics import register_collector
         from quotas.metrics import collect
 

@@ -17,6 +17,7 @@ from inventory.models import (
     NodePool,
     ResourceClaim,
     SyncState,
+    Workload,
 )
 from tenants.models import dns_label
 
@@ -300,4 +301,41 @@ class AllocationSerializer(serializers.ModelSerializer[Allocation]):
             "started_at",
             "ended_at",
             "end_reason",
+        ]
+
+
+class WorkloadSerializer(serializers.ModelSerializer[Workload]):
+    """A Kueue Workload as the tenant sees it: ``explanation`` says where it stands in plain words;
+    ``reason`` and ``message`` are Kueue's own. ``tenant`` null: unattributed (its LocalQueue is not
+    one gpuplatform manages)."""
+
+    cluster = serializers.CharField(source="cluster.name")
+    tenant = serializers.CharField(source="tenant.slug", default=None)
+
+    class Meta:
+        model = Workload
+        fields = [
+            "id",
+            "cluster",
+            "tenant",
+            "namespace",
+            "name",
+            "queue_name",
+            "cluster_queue",
+            "priority_class",
+            "priority",
+            "max_execution_seconds",
+            "active",
+            "pod_sets",
+            "flavors",
+            "state",
+            "reason",
+            "message",
+            "explanation",
+            "admission_checks",
+            "conditions",
+            "created_in_cluster",
+            "present",
+            "gone_at",
+            "updated_at",
         ]

@@ -11,6 +11,7 @@ from inventory.api.views import (
     NodePoolViewSet,
     NodeViewSet,
     ResourceClaimViewSet,
+    WorkloadViewSet,
 )
 
 router = ApiRouter()
@@ -21,5 +22,6 @@ router.register("gpus", GpuViewSet, basename="gpu")
 router.register("resource-claims", ResourceClaimViewSet, basename="resource-claim")
 router.register("allocations", AllocationViewSet, basename="allocation")
 router.register("fragmentation", FragmentationViewSet, basename="fragmentation")
+router.register("workloads", WorkloadViewSet, basename="workload")
 
 urlpatterns = [path("", include(router.urls))]

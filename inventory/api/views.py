@@ -21,9 +21,19 @@ from inventory.api.serializers import (
     NodePoolSerializer,
     NodeSerializer,
     ResourceClaimSerializer,
+    WorkloadSerializer,
 )
 from inventory.capacity import pool_model_capacity
-from inventory.models import Allocation, Cluster, EnforcementBackend, Gpu, Node, NodePool, ResourceClaim
+from inventory.models import (
+    Allocation,
+    Cluster,
+    EnforcementBackend,
+    Gpu,
+    Node,
+    NodePool,
+    ResourceClaim,
+    Workload,
+)
 
 ReadOnly = (mixins.ListModelMixin, mixins.RetrieveModelMixin)
 
@@ -185,3 +195,12 @@ class FragmentationViewSet(mixins.ListModelMixin, ScopedViewSet):
             for pool in page
         ]
         return self.get_paginated_response(results)
+
+
+class WorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """Kueue Workloads synced from kueue clusters, newest first; a tenant sees its subtree's,
+    platform staff also the unattributed ones. Filter by tenant (slug or 'unattributed'), state."""
+
+    queryset = Workload.objects.select_related("cluster", "tenant")
+    serializer_class = WorkloadSerializer
+    filterset_class = filters.WorkloadFilter

@@ -3,6 +3,7 @@
 from inventory.models.clusters import (
     Cluster,
     EnforcementBackend,
+    KueueApplyState,
     ParseIssueCount,
     SyncKind,
     SyncState,
@@ -10,6 +11,7 @@ from inventory.models.clusters import (
 )
 from inventory.models.fleet import DeviceClass, Gpu, Node, NodePool, ResourceSlice, ShareableUnit, UnitKind
 from inventory.models.ledger import Allocation, ChangedHours, HolderKind, ResourceClaim
+from inventory.models.workloads import Workload, WorkloadState
 
 __all__ = [
     "Allocation",
@@ -19,6 +21,7 @@ __all__ = [
     "EnforcementBackend",
     "Gpu",
     "HolderKind",
+    "KueueApplyState",
     "Node",
     "NodePool",
     "ParseIssueCount",
@@ -28,5 +31,7 @@ __all__ = [
     "SyncKind",
     "SyncState",
     "UnitKind",
+    "Workload",
+    "WorkloadState",
     "sync_heartbeat_name",
 ]

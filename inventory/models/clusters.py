@@ -29,6 +29,8 @@ class SyncKind(models.TextChoices):
     RESOURCE_SLICES = "resourceslices", "ResourceSlices"
     RESOURCE_CLAIMS = "resourceclaims", "ResourceClaims"
     PODS = "pods", "Pods"
+    # Kueue's Workloads, synced only from clusters that enforce through Kueue.
+    WORKLOADS = "workloads", "Workloads"
 
 
 class EnforcementBackend(models.TextChoices):
@@ -123,3 +125,36 @@ class ParseIssueCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.code} x{self.count}"
+
+
+class KueueApplyState(models.Model):
+    """What the last apply of the compiled Kueue objects did to a cluster (quotas/kueue_apply/),
+    shown on the cluster page. ``backend_applied`` is the backend whose objects gpuplatform last
+    left on the cluster, so a switch knows what to remove (ResourceQuotas, or Kueue's objects)."""
+
+    cluster = models.OneToOneField(
+        Cluster, on_delete=models.CASCADE, primary_key=True, related_name="kueue_state"
+    )
+    backend_applied = models.CharField(max_length=16, blank=True)
+    attempted_at = models.DateTimeField(null=True, blank=True)
+    applied_at = models.DateTimeField(null=True, blank=True)
+    applied = models.JSONField(default=list)  # "Kind/name" (LocalQueues "LocalQueue/ns/name")
+    removed = models.JSONField(default=list)
+    # The compiler refused the catalogue (every reason): nothing of that attempt was applied.
+    problems = models.JSONField(default=list)
+    notes = models.JSONField(default=list)
+    # The cluster refused or could not be reached; the next run retries.
+    error = models.TextField(blank=True)
+    # Fields of ours found changed by hand on the last apply, and put back by it:
+    # [{"object": "ClusterQueue/vision", "fields": [{"path", "live", "wanted"}]}]
+    drift = models.JSONField(default=list)
+    drift_repaired_at = models.DateTimeField(null=True, blank=True)
+
+    objects = PlatformOnlyQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"kueue apply state of {self.cluster_id}"
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems and not self.error

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.urls import reverse
 
 from gpuplatform.health.heartbeats import BEAT_MIN_SECONDS, beat, loop_health
-from inventory.models import Cluster, SyncKind, sync_heartbeat_name
+from inventory.models import Cluster, sync_heartbeat_name
 from inventory.models.clusters import SYNC_HEARTBEAT_PREFIX
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def beat_after_batch(syncer: Any, batch: list[Queued]) -> None:
     if time.monotonic() < _next_beat.get(syncer, 0.0):
         return
     failing = {queued.kind for queued in batch if isinstance(queued.item, Exception)}
-    beat_sync(cluster=syncer.cluster, kinds=[kind.value for kind in SyncKind if kind.value not in failing])
+    beat_sync(cluster=syncer.cluster, kinds=[kind for kind in syncer.kinds if kind not in failing])
     _next_beat[syncer] = time.monotonic() + BEAT_MIN_SECONDS
 
 

@@ -13,13 +13,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.utils import timezone
-
-from inventory.models import Allocation, ChangedHours, Cluster
+from inventory.changed_hours import mark_changed_hours
+from inventory.models import Allocation, Cluster
 from inventory.sync.bulk import insert_rows
 
 CHUNK = 2000
@@ -128,26 +127,6 @@ def close_holders(*, cluster: Cluster, kind: str, ended: dict[str, datetime], re
     Allocation.objects.bulk_update(closing, ["ended_at", "end_reason"], batch_size=CHUNK)
     mark_changed_hours(cluster_id=cluster.pk, times=[row.ended_at for row in closing if row.ended_at])
     return len(closing)
-
-
-def _hour_of(at: datetime) -> datetime:
-    return at.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-
-
-def mark_changed_hours(
-    *, cluster_id: uuid.UUID, times: Iterable[datetime], now: datetime | None = None
-) -> ChangedHours | None:
-    """Record that allocations of ``cluster_id`` started or ended at ``times``: the hours from the
-    earliest of them that lies in an hour already over, up to the current hour, may have been metered
-    on what the ledger said before. One row per call (a sync batch); nothing when every change is in
-    the current hour (the hourly metering has not read it yet)."""
-    this_hour = _hour_of(now or timezone.now())
-    past = [_hour_of(t) for t in times if _hour_of(t) < this_hour]
-    if not past:
-        return None
-    return ChangedHours.objects.create(
-        cluster_id=cluster_id, first_hour=min(past), end_hour=this_hour, recorded_at=now or timezone.now()
-    )
 
 
 def open_holder_uids(*, cluster: Cluster, kind: str) -> set[str]:

@@ -24,14 +24,25 @@ from django.utils import timezone
 from gpuplatform.backoff import backoff_seconds
 from inventory import kube
 from inventory.cluster_access import client_for
-from inventory.models import Cluster, SyncKind, SyncState
+from inventory.models import Cluster, EnforcementBackend, SyncKind, SyncState
 from inventory.sync.context import SyncContext
 from inventory.sync.handlers import ListState, apply_deletes, apply_upserts, finish_list, observe_page
 from inventory.sync.heartbeats import beat_after_batch
 
 log = logging.getLogger(__name__)
 
-KIND_ORDER = [kind.value for kind in SyncKind]
+# Workloads last: they point at namespaces and queues, nothing points at them.
+KIND_ORDER = [kind.value for kind in SyncKind if kind != SyncKind.WORKLOADS]
+
+
+def kinds_for(cluster: Cluster) -> list[str]:
+    """What a cluster's sync lists and watches: Kueue's Workloads only where Kueue enforces (a
+    cluster without Kueue's CRDs would answer 404, and its sync identity holds no right to them)."""
+    if cluster.enforcement_backend == EnforcementBackend.KUEUE:
+        return [*KIND_ORDER, SyncKind.WORKLOADS.value]
+    return list(KIND_ORDER)
+
+
 BATCH_EVENTS = 1000
 BATCH_SECONDS = 0.25
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 30.0
@@ -89,7 +100,8 @@ class ClusterSync:
         self.versions: dict[str, str] = {}
         self.stop_event = threading.Event()
         self._queue: queue.Queue[Queued] = queue.Queue(maxsize=50_000)
-        self._generation: dict[str, int] = dict.fromkeys(KIND_ORDER, 0)
+        self.kinds = kinds_for(cluster)
+        self._generation: dict[str, int] = dict.fromkeys(self.kinds, 0)
         self.timings: dict[str, float] = {}  # seconds of the last list per kind
 
     # --- lists -----------------------------------------------------------------------------------
@@ -129,7 +141,7 @@ class ClusterSync:
         if record_drift is None:
             record_drift = self.cluster.last_full_resync_at is not None
         report = SyncReport()
-        for kind in KIND_ORDER:
+        for kind in self.kinds:
             report.changes[kind], report.objects[kind] = self._with_retries(
                 kind, lambda k=kind: self.list_kind(k)
             )
@@ -192,14 +204,14 @@ class ClusterSync:
         """Cold sync, then watch until stop_event is set, resyncing every ``resync_seconds``."""
         resync = resync_seconds if resync_seconds is not None else settings.INVENTORY_RESYNC_SECONDS
         self.full_sync()
-        for kind in KIND_ORDER:
+        for kind in self.kinds:
             self._start_reader(kind)
         next_resync = time.monotonic() + resync
         while not self.stop_event.is_set():
             batch = self._next_batch()
             relist = self.apply_batch(batch)
             beat_after_batch(self, batch)
-            for kind in KIND_ORDER:
+            for kind in self.kinds:
                 if kind in relist:
                     self._with_retries(kind, lambda k=kind: self.list_kind(k))
                     with transaction.atomic():
@@ -210,13 +222,13 @@ class ClusterSync:
             if on_batch is not None and batch:
                 on_batch(len(batch))
             if time.monotonic() >= next_resync:
-                for kind in KIND_ORDER:
+                for kind in self.kinds:
                     self._generation[kind] += 1  # readers of the old generation stop and are ignored
                 self.full_sync(record_drift=True)
-                for kind in KIND_ORDER:
+                for kind in self.kinds:
                     self._start_reader(kind)
                 next_resync = time.monotonic() + resync
-        for kind in KIND_ORDER:
+        for kind in self.kinds:
             self._generation[kind] += 1
 
     def _next_batch(self) -> list[Queued]:
@@ -235,11 +247,11 @@ class ClusterSync:
     def apply_batch(self, batch: list[Queued]) -> set[str]:
         """Apply queued events, latest state per object, kinds in order; returns kinds to re-list."""
         relist: set[str] = set()
-        latest: dict[str, dict[str, kube.WatchEvent]] = {kind: {} for kind in KIND_ORDER}
+        latest: dict[str, dict[str, kube.WatchEvent]] = {kind: {} for kind in self.kinds}
         # Holders deleted within the batch: the state they last had before, by key.
-        last_live: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in KIND_ORDER}
+        last_live: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in self.kinds}
         versions: dict[str, str] = {}
-        counts: dict[str, int] = dict.fromkeys(KIND_ORDER, 0)
+        counts: dict[str, int] = dict.fromkeys(self.kinds, 0)
         for queued in batch:
             kind, item = queued.kind, queued.item
             if queued.generation != self._generation[kind]:
@@ -264,7 +276,7 @@ class ClusterSync:
                 versions[kind] = item.resource_version
                 counts[kind] += 1
         with transaction.atomic():
-            for kind in KIND_ORDER:
+            for kind in self.kinds:
                 if kind in relist or not latest[kind]:
                     continue
                 live = [e.object for e in latest[kind].values() if e.type != "DELETED"]

@@ -10,12 +10,15 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from gpuplatform.ui.auth import current_user
+from inventory.models import Workload
 from quotas import selectors
 from quotas.models import Budget, CapacityRequest, Flavor, Queue, Quota
 from quotas.models.requests import ApprovalState, RequestState
 from quotas.selectors import preemption_words, with_flavor_chains
 from quotas.services import approval_authority
 from tenants.models import Tenant
+
+WORKLOADS_SHOWN = 50
 
 
 @login_required
@@ -53,6 +56,11 @@ def queue(request: HttpRequest) -> HttpResponse:
         "can_approve": can_approve,
         "now": timezone.now(),
         "queue_policies": [{"queue": q, "words": preemption_words(q)} for q in queues],
+        # Kueue's Workloads on kueue clusters (synced by inventory), newest first.
+        "workloads": Workload.objects.visible_to(user)
+        .filter(present=True)
+        .select_related("cluster", "tenant")
+        .order_by("-created_in_cluster", "name")[:WORKLOADS_SHOWN],
     }
     return render(request, "quotas/queue.html", context)
 

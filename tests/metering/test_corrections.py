@@ -16,8 +16,8 @@ import pytest
 from celery import current_app
 from django.conf import settings
 
+from inventory.changed_hours import mark_changed_hours
 from inventory.models import Allocation, ChangedHours
-from inventory.sync.ledger import mark_changed_hours
 from metering.models import Adjustment, BillingPeriod, CapacityHour, ReportLine, UsageHour
 from metering.services.ledger import meter_allocation_hour
 from metering.services.periods import close_billing_period
