@@ -38,8 +38,8 @@ class SloForm(forms.Form):
     sli = forms.ChoiceField(label="SLI", choices=())
     objective_percent = forms.DecimalField(
         label="Objective (%)",
-        max_digits=8,
-        decimal_places=5,
+        max_digits=6,
+        decimal_places=3,  # 99.999 %: the five places an objective keeps
         help_text="The share of good events to keep over the window, strictly between 0 and 100: "
         "99.9 allows 0.1 % bad.",
     )
@@ -75,6 +75,14 @@ class SloForm(forms.Form):
         receivers.queryset = AlertReceiver.objects.order_by("name")
         for name, (label, help_text) in PARAM_FIELDS.items():
             self.fields[name].label, self.fields[name].help_text = label, help_text
+
+    def clean_objective_percent(self) -> Decimal:
+        value: Decimal = self.cleaned_data["objective_percent"]
+        if not Decimal(0) < value < Decimal(100):
+            raise forms.ValidationError(
+                "The objective is a percentage strictly between 0 and 100 (99.9 allows 0.1 % bad events)."
+            )
+        return value
 
     @staticmethod
     def initial_from(slo: Slo) -> dict[str, Any]:

@@ -109,10 +109,8 @@ def _admin(request: HttpRequest) -> User:
 
 
 def _refused(form: forms.Form, error: DomainError) -> None:
-    field = error.field if error.field in form.fields else None
-    if field == "objective":
-        field = "objective_percent"
-    form.add_error(field, error.message)
+    field = "objective_percent" if error.field == "objective" else error.field
+    form.add_error(field if field in form.fields else None, error.message)
 
 
 @login_required

@@ -194,7 +194,7 @@ def test_the_slo_form_refuses_a_bad_objective_with_a_message_and_saves_a_good_on
     form = {"name": "queue", "sli": "queue_wait", "objective_percent": "100", "window_days": "30"}
     refused = admin.post("/slos/new/", form)
     assert refused.status_code == 400
-    assert "strictly between 0 and 1" in refused.content.decode()
+    assert "strictly between 0 and 100" in refused.content.decode()
     assert not Slo.objects.exists()
 
     made = admin.post("/slos/new/", {**form, "objective_percent": "99.5", "within_seconds": "120"})
