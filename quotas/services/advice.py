@@ -36,6 +36,8 @@ def _quota(flavor: Flavor | None, resource: str | None, nominal: int | None) -> 
     if flavor is None or nominal is None or nominal == 0:
         return []
     resource = resource or (flavor.resource_names[0] if len(flavor.resource_names) == 1 else "")
+    if resource not in flavor.resource_names:
+        return []  # not a warning: the service refuses it, on its field
     if flavor.pool_id is None:
         offered = 0
     else:
