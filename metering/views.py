@@ -232,9 +232,8 @@ def rate_card_end(request: HttpRequest, card_id: str) -> HttpResponse:
             messages.success(request, f"Ended the rate card {card}.")
             return redirect("metering-rate-cards")
     following = (
-        RateCard.objects.filter(
-            gpu_model=card.gpu_model, flavor_id=card.flavor_id, effective_from__gt=card.effective_from
-        )
+        RateCard.objects.filter(gpu_model=card.gpu_model, effective_from__gt=card.effective_from)
+        .filter(Q(flavor__isnull=True) if card.flavor_id is None else Q(flavor_id=card.flavor_id))
         .order_by("effective_from")
         .first()
     )

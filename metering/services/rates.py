@@ -80,9 +80,8 @@ def _check_fits(
     flavor_id = flavor.pk if flavor is not None else None
     list(RateCard.objects.select_for_update().filter(gpu_model=gpu_model).order_by("pk"))
     _refuse_closed(start=start, end=end)
-    clash = RateCard.objects.filter(
-        _overlapping(gpu_model=gpu_model, flavor_id=flavor_id, start=start, end=end)
-    ).exclude(pk=other_than)
+    others = RateCard.objects.exclude(pk=other_than) if other_than is not None else RateCard.objects.all()
+    clash = others.filter(_overlapping(gpu_model=gpu_model, flavor_id=flavor_id, start=start, end=end))
     if clash.exists():
         raise Conflict(
             f"overlaps the rate card {clash.order_by('effective_from').first()}", code="rate_card_overlap"
@@ -90,11 +89,11 @@ def _check_fits(
     if flavor is not None and flavor.pool_id is not None:
         # A flavor's card prices its pool's card-hours, idle ones included: two flavors on one
         # pool with cards at the same time would give the pool two prices.
-        sibling = RateCard.objects.filter(
+        sibling = others.filter(
             Q(flavor__pool_id=flavor.pool_id) & ~Q(flavor_id=flavor.pk),
             Q(effective_to__isnull=True) | Q(effective_to__gt=start),
             **({"effective_from__lt": end} if end is not None else {}),
-        ).exclude(pk=other_than)
+        )
         if sibling.exists():
             raise Conflict("another flavor of the same pool has a rate card then", code="rate_card_overlap")
 
@@ -257,7 +256,8 @@ def rate_card_warnings(
                 field="gpu_model",
             )
         )
-    others = set(RateCard.objects.exclude(pk=other_than).values_list("currency", flat=True).distinct())
+    cards = RateCard.objects.exclude(pk=other_than) if other_than is not None else RateCard.objects.all()
+    others = set(cards.values_list("currency", flat=True).distinct())
     if currency and others and currency.upper() not in others:
         found.append(
             InputWarning(

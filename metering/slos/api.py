@@ -108,11 +108,9 @@ class SloViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet
         slo = self.get_object()  # through the door: another tenant's (or a hidden) SLO is a 404
         data = SloUpdateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        values = dict(data.validated_data)
         renamed = {"tenant": "tenant_id", "receivers": "receiver_ids"}
-        slo = slo_services.update_slo(
-            actor=self.actor, slo_id=slo.pk, **{renamed.get(k, k): v for k, v in values.items()}
-        )
+        values: dict[str, Any] = {renamed.get(str(k), str(k)): v for k, v in data.validated_data.items()}
+        slo = slo_services.update_slo(actor=self.actor, slo_id=slo.pk, **values)
         return Response(SloDetailSerializer(slo).data)
 
     @extend_schema(request=None, responses={204: None})

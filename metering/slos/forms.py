@@ -91,7 +91,7 @@ class SloForm(forms.Form):
             "sli": slo.sli,
             "objective_percent": (slo.objective * 100).normalize(),
             "window_days": slo.window_days,
-            "tenant": slo.tenant.slug if slo.tenant_id else None,
+            "tenant": slo.tenant.slug if slo.tenant is not None else None,
             "receivers": list(slo.receivers.all()),
             **{name: slo.params.get(name) for name in PARAM_FIELDS},
         }

@@ -101,7 +101,10 @@ def _name_free(name: str, *, other_than: uuid.UUID | None = None) -> str:
     name = name.strip()
     if not name:
         raise ValidationFailed("An SLO has a name.", code="slo.name_missing", field="name")
-    if Slo.objects.filter(name=name).exclude(pk=other_than).exists():
+    others = Slo.objects.filter(name=name)
+    if other_than is not None:
+        others = others.exclude(pk=other_than)
+    if others.exists():
         raise ValidationFailed(f"An SLO named {name!r} exists.", code="slo.name_taken", field="name")
     return name
 
@@ -246,7 +249,10 @@ def _receiver_name_free(name: str, *, other_than: uuid.UUID | None = None) -> st
     name = name.strip()
     if not name:
         raise ValidationFailed("A receiver has a name.", code="receiver.name_missing", field="name")
-    if AlertReceiver.objects.filter(name=name).exclude(pk=other_than).exists():
+    others = AlertReceiver.objects.filter(name=name)
+    if other_than is not None:
+        others = others.exclude(pk=other_than)
+    if others.exists():
         raise ValidationFailed(f"A receiver named {name!r} exists.", code="receiver.name_taken", field="name")
     return name
 
