@@ -58,3 +58,36 @@ class CloseForm(forms.Form):
 
 class ReportJobForm(forms.Form):
     idle = forms.ChoiceField(choices=[("", "as last built")] + [(m, m) for m in IDLE_MODES], required=False)
+
+
+class RateCardEditForm(forms.Form):
+    """A card not yet in effect: its price, basis and hours; its GPU model and flavor stay."""
+
+    currency = forms.CharField(min_length=3, max_length=3, help_text="ISO 4217.")
+    price_per_ge_hour = forms.DecimalField(
+        min_value=0, max_digits=18, decimal_places=6, label="Price per GE-hour"
+    )
+    basis = forms.ChoiceField(choices=Basis.choices)
+    blend_weight = forms.DecimalField(
+        min_value=0, max_value=1, max_digits=4, decimal_places=3, required=False,
+        help_text="Blended only: the share priced on what was held (the rest on what was used).",
+    )  # fmt: skip
+    effective_from = forms.DateTimeField(help_text="A whole hour, UTC, still in the future.")
+    effective_to = forms.DateTimeField(required=False, help_text="Exclusive; empty: until further notice.")
+    note = forms.CharField(max_length=200, required=False)
+
+    def values(self) -> dict[str, Any]:
+        data = dict(self.cleaned_data)
+        data["currency"] = data["currency"].upper()
+        if data["blend_weight"] is None:
+            data.pop("blend_weight")
+        return data
+
+
+class RateCardEndForm(forms.Form):
+    effective_to = forms.DateTimeField(
+        label="Ends at", help_text="A whole hour, UTC (exclusive): the last priced hour is the one before."
+    )
+    confirm = forms.BooleanField(
+        label="I understand that hours from then on are priced by no card unless another one starts then."
+    )

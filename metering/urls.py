@@ -8,6 +8,8 @@ from metering.slos import views as slo_views
 urlpatterns = [
     path("metering/", views.usage, name="metering-usage"),
     path("metering/rate-cards/", views.rate_cards, name="metering-rate-cards"),
+    path("metering/rate-cards/<uuid:card_id>/edit/", views.rate_card_edit, name="metering-rate-card-edit"),
+    path("metering/rate-cards/<uuid:card_id>/end/", views.rate_card_end, name="metering-rate-card-end"),
     path("metering/periods/", views.periods, name="metering-periods"),
     path("metering/periods/<uuid:period_id>/", views.period_detail, name="metering-period"),
     path("metering/periods/<uuid:period_id>/close/", views.period_close, name="metering-period-close"),
@@ -20,5 +22,12 @@ urlpatterns = [
     path("metering/jobs/<uuid:job_id>/", views.job_progress, name="metering-job-progress"),
     path("metering/jobs/<uuid:job_id>/<str:fmt>/", views.job_download, name="metering-job-download"),
     path("slos/", slo_views.slo_list, name="slo-list"),
+    path("slos/new/", slo_views.slo_create, name="slo-create"),
     path("slos/<uuid:slo_id>/", slo_views.slo_detail, name="slo-detail"),
+    path("slos/<uuid:slo_id>/edit/", slo_views.slo_edit, name="slo-edit"),
+    path("slos/<uuid:slo_id>/delete/", slo_views.slo_delete, name="slo-delete"),
+    path("slos/receivers/", slo_views.receiver_list, name="slo-receivers"),
+    path("slos/receivers/new/", slo_views.receiver_create, name="slo-receiver-create"),
+    path("slos/receivers/<uuid:receiver_id>/edit/", slo_views.receiver_edit, name="slo-receiver-edit"),
+    path("slos/receivers/<uuid:receiver_id>/delete/", slo_views.receiver_delete, name="slo-receiver-delete"),
 ]

@@ -5,6 +5,7 @@ costs. Every query goes through visible_to(); every change through one service (
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -18,9 +19,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from gpuplatform.errors import DomainError
+from gpuplatform.input_warnings import InputWarning, confirmed
 from gpuplatform.ui.auth import current_user
 from metering.api.usage_buckets import bucketed
-from metering.forms import CloseForm, RateCardForm, ReportJobForm
+from metering.forms import CloseForm, RateCardEditForm, RateCardEndForm, RateCardForm, ReportJobForm
 from metering.models import (
     BillingPeriod,
     ExportFormat,
@@ -109,10 +111,16 @@ def rate_cards(request: HttpRequest) -> HttpResponse:
     user = current_user(request)
     may_price = user.sees_all_tenants
     form = RateCardForm(request.POST or None, user=user)
+    warnings: list[InputWarning] = []
     if request.method == "POST":
         if not may_price:
             raise Http404("No such page")
-        if form.is_valid():
+        if form.is_valid() and not confirmed(request.POST):
+            data = dict(form.cleaned_data)
+            warnings = rate_services.rate_card_warnings(
+                gpu_model=data["gpu_model"], currency=data["currency"]
+            )
+        if form.is_valid() and not warnings:
             data = dict(form.cleaned_data)
             try:
                 card = rate_services.create_rate_card(
@@ -141,14 +149,97 @@ def rate_cards(request: HttpRequest) -> HttpResponse:
     if model:
         cards = cards.filter(gpu_model=model)
     page = Paginator(cards, PAGE).get_page(request.GET.get("page"))
+    now = timezone.now()
+    rows = [
+        {
+            "card": card,
+            "pending": card.effective_from > now,  # not in effect yet: may still be edited
+            "ended": card.effective_to is not None and card.effective_to <= now,
+        }
+        for card in page
+    ]
     context = {
         "page": page,
+        "rows": rows,
         "form": form,
         "may_price": may_price,
         "model": model,
         "query": f"model={model}" if model else "",
+        "warnings": warnings,
     }
     return render(request, "metering/rate_cards.html", context, status=400 if form.errors else 200)
+
+
+def _priced_card(request: HttpRequest, card_id: str) -> tuple[Any, RateCard]:
+    """The card, for finance and platform-admins only (anyone else: a 404, as the page is not theirs)."""
+    user = current_user(request)
+    if not rate_services.may_price(user):
+        raise Http404("No such page")
+    return user, get_object_or_404(RateCard.objects.visible_to(user).select_related("flavor"), pk=card_id)
+
+
+@login_required
+def rate_card_edit(request: HttpRequest, card_id: str) -> HttpResponse:
+    """Change a card before it takes effect; one in effect is shown with the way to end it instead."""
+    user, card = _priced_card(request, card_id)
+    in_effect = card.effective_from <= timezone.now()
+    initial = {
+        name: getattr(card, name)
+        for name in (
+            "currency",
+            "price_per_ge_hour",
+            "basis",
+            "blend_weight",
+            "effective_from",
+            "effective_to",
+            "note",
+        )
+    }
+    form = RateCardEditForm(request.POST or None, initial=initial)
+    warnings: list[InputWarning] = []
+    if request.method == "POST" and not in_effect and form.is_valid():
+        if not confirmed(request.POST):
+            warnings = rate_services.rate_card_warnings(
+                gpu_model=card.gpu_model, currency=form.values()["currency"], other_than=card.pk
+            )
+        if not warnings:
+            try:
+                card = rate_services.update_rate_card(actor=user, rate_card_id=card.pk, **form.values())
+            except DomainError as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            else:
+                messages.success(request, f"Saved the rate card {card}.")
+                return redirect("metering-rate-cards")
+    context = {"card": card, "form": form, "in_effect": in_effect, "warnings": warnings}
+    return render(request, "metering/rate_card_edit.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+def rate_card_end(request: HttpRequest, card_id: str) -> HttpResponse:
+    """End a card at a whole hour, after a confirmation that says what happens to the hours after."""
+    user, card = _priced_card(request, card_id)
+    now = timezone.now()
+    next_hour = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    suggested = max(next_hour, card.effective_from + timedelta(hours=1))
+    form = RateCardEndForm(request.POST or None, initial={"effective_to": card.effective_to or suggested})
+    if request.method == "POST" and form.is_valid():
+        try:
+            card = rate_services.end_rate_card(
+                actor=user, rate_card_id=card.pk, effective_to=form.cleaned_data["effective_to"]
+            )
+        except DomainError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        else:
+            messages.success(request, f"Ended the rate card {card}.")
+            return redirect("metering-rate-cards")
+    following = (
+        RateCard.objects.filter(gpu_model=card.gpu_model, effective_from__gt=card.effective_from)
+        .filter(Q(flavor__isnull=True) if card.flavor_id is None else Q(flavor_id=card.flavor_id))
+        .order_by("effective_from")
+        .first()
+    )
+    context = {"card": card, "form": form, "following": following}
+    return render(request, "metering/rate_card_end.html", context, status=400 if form.errors else 200)
 
 
 @login_required

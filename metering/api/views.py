@@ -20,6 +20,7 @@ from metering.api.serializers import (
     RateCardCreateSerializer,
     RateCardEndSerializer,
     RateCardSerializer,
+    RateCardUpdateSerializer,
     ReportLineSerializer,
     UsageHourSerializer,
 )
@@ -85,7 +86,24 @@ class RateCardViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         card = rate_services.create_rate_card(
             actor=self.actor, flavor_id=values.pop("flavor", None), **values
         )
-        return Response(RateCardSerializer(card).data, status=status.HTTP_201_CREATED)
+        return Response(self._with_warnings(card), status=status.HTTP_201_CREATED)
+
+    @staticmethod
+    def _with_warnings(card: RateCard) -> dict[str, Any]:
+        """The card and what looks unintended about it (never a refusal)."""
+        warnings = rate_services.rate_card_warnings(
+            gpu_model=card.gpu_model, currency=card.currency, other_than=card.pk
+        )
+        return {**RateCardSerializer(card).data, "warnings": [w.as_dict() for w in warnings]}
+
+    @extend_schema(request=RateCardUpdateSerializer, responses=RateCardSerializer)
+    def partial_update(self, request: Request, pk: str | None = None) -> Response:
+        """Change a card not yet in effect (409 rate_card_in_effect otherwise: end it instead)."""
+        card = self.get_object()
+        data = RateCardUpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        card = rate_services.update_rate_card(actor=self.actor, rate_card_id=card.pk, **data.validated_data)
+        return Response(self._with_warnings(card))
 
     @extend_schema(request=RateCardEndSerializer, responses=RateCardSerializer)
     @action(detail=True, methods=["post"])

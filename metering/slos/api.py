@@ -22,7 +22,18 @@ class SloSerializer(StrictModelSerializer):
 
     class Meta:
         model = Slo
-        fields = ["id", "name", "sli", "tenant", "objective", "window_days", "params", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "sli",
+            "tenant",
+            "objective",
+            "window_days",
+            "params",
+            "receivers",
+            "created_at",
+            "evaluated_at",
+        ]
         read_only_fields = fields
 
 
@@ -55,8 +66,20 @@ class SloCreateSerializer(StrictSerializer):
     receivers = serializers.ListField(child=serializers.UUIDField(), required=False, default=list)
 
 
+class SloUpdateSerializer(StrictSerializer):
+    """A partial change: only the fields sent change, each checked as on create."""
+
+    name = serializers.CharField(max_length=100, required=False)
+    sli = serializers.CharField(max_length=32, required=False)
+    objective = serializers.CharField(max_length=20, required=False)
+    window_days = serializers.IntegerField(required=False)
+    tenant = serializers.UUIDField(required=False, allow_null=True)
+    params = serializers.DictField(required=False)
+    receivers = serializers.ListField(child=serializers.UUIDField(), required=False)
+
+
 class SloViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
-    queryset = Slo.objects.select_related("tenant").order_by("name")
+    queryset = Slo.objects.select_related("tenant").prefetch_related("receivers").order_by("name")
     serializer_class = SloSerializer
     filterset_fields = ["sli", "name"]
 
@@ -80,6 +103,22 @@ class SloViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet
         )
         return Response(SloDetailSerializer(slo).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(request=SloUpdateSerializer, responses=SloDetailSerializer)
+    def partial_update(self, request: Request, pk: str | None = None) -> Response:
+        slo = self.get_object()  # through the door: another tenant's (or a hidden) SLO is a 404
+        data = SloUpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        renamed = {"tenant": "tenant_id", "receivers": "receiver_ids"}
+        values: dict[str, Any] = {renamed.get(str(k), str(k)): v for k, v in data.validated_data.items()}
+        slo = slo_services.update_slo(actor=self.actor, slo_id=slo.pk, **values)
+        return Response(SloDetailSerializer(slo).data)
+
+    @extend_schema(request=None, responses={204: None})
+    def destroy(self, request: Request, pk: str | None = None) -> Response:
+        slo = self.get_object()
+        slo_services.delete_slo(actor=self.actor, slo_id=slo.pk)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
 
 class SloAlertSerializer(StrictModelSerializer):
     slo = serializers.CharField(source="slo.name", read_only=True)
@@ -98,11 +137,16 @@ class SloAlertViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
 
 class AlertReceiverSerializer(StrictModelSerializer):
     url = serializers.SerializerMethodField()
+    signed = serializers.SerializerMethodField()
 
     class Meta:
         model = AlertReceiver
-        fields = ["id", "name", "url", "created_at"]  # the secret is never read back
+        fields = ["id", "name", "url", "signed", "created_at"]  # the secret is never read back
         read_only_fields = fields
+
+    def get_signed(self, receiver: AlertReceiver) -> bool:
+        """Whether deliveries carry an HMAC signature (a secret is set); the secret itself is write-only."""
+        return bool(receiver.secret_encrypted)
 
     def get_url(self, receiver: AlertReceiver) -> str:
         """Whole for platform-admins; scheme and host for everyone else (finance reads receivers):
@@ -119,6 +163,14 @@ class AlertReceiverCreateSerializer(StrictSerializer):
     secret = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
 
 
+class AlertReceiverUpdateSerializer(StrictSerializer):
+    """Only what is sent changes; a secret sent replaces the stored one ("" removes it)."""
+
+    name = serializers.CharField(max_length=100, required=False)
+    url = serializers.CharField(max_length=500, required=False)
+    secret = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+
 class AlertReceiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
     queryset = AlertReceiver.objects.order_by("name")
     serializer_class = AlertReceiverSerializer
@@ -130,6 +182,22 @@ class AlertReceiverViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Sco
         receiver = slo_services.create_receiver(actor=self.actor, **data.validated_data)
         shown = AlertReceiverSerializer(receiver, context=self.get_serializer_context())
         return Response(shown.data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=AlertReceiverUpdateSerializer, responses=AlertReceiverSerializer)
+    def partial_update(self, request: Request, pk: str | None = None) -> Response:
+        receiver = self.get_object()
+        data = AlertReceiverUpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        receiver = slo_services.update_receiver(
+            actor=self.actor, receiver_id=receiver.pk, **data.validated_data
+        )
+        return Response(AlertReceiverSerializer(receiver, context=self.get_serializer_context()).data)
+
+    @extend_schema(request=None, responses={204: None})
+    def destroy(self, request: Request, pk: str | None = None) -> Response:
+        receiver = self.get_object()
+        slo_services.delete_receiver(actor=self.actor, receiver_id=receiver.pk)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class AlertDeliverySerializer(StrictModelSerializer):

@@ -47,23 +47,11 @@ PARAMS: dict[str, tuple[Decimal, Decimal]] = {
 }
 
 
-def create_slo(
-    *,
-    actor: Any,
-    name: str,
-    sli: str,
-    objective: Decimal | str,
-    window_days: int = 30,
-    tenant_id: uuid.UUID | None = None,
-    params: dict[str, Any] | None = None,
-    receiver_ids: list[uuid.UUID] | None = None,
-) -> Slo:
-    if not getattr(actor, "is_platform_admin", False):
-        raise Forbidden("Only platform-admins define SLOs.")
-    kind = sli_kind(sli)
-    if kind is None:
-        names = ", ".join(k.name for k in sli_kinds())
-        raise ValidationFailed(f"Unknown SLI {sli!r}; one of: {names}.", code="slo.unknown_sli", field="sli")
+SLO_FIELDS = ("name", "sli", "objective", "window_days", "tenant_id", "params", "receivers")
+_UNSET: Any = object()
+
+
+def _objective(objective: Decimal | str) -> Decimal:
     try:
         target = Decimal(str(objective))
     except InvalidOperation as exc:
@@ -77,18 +65,81 @@ def create_slo(
             code="slo.objective_invalid",
             field="objective",
         )
+    return target
+
+
+def _kind(sli: str) -> SliKind:
+    kind = sli_kind(sli)
+    if kind is None:
+        names = ", ".join(k.name for k in sli_kinds())
+        raise ValidationFailed(f"Unknown SLI {sli!r}; one of: {names}.", code="slo.unknown_sli", field="sli")
+    return kind
+
+
+def _window(window_days: int) -> int:
     if not 1 <= window_days <= 90:
         raise ValidationFailed("The window is 1 to 90 days.", code="slo.window_invalid", field="window_days")
-    clean = _params(params or {})
+    return window_days
+
+
+def _tenant(tenant_id: uuid.UUID | None) -> uuid.UUID | None:
     if tenant_id is not None and not Tenant.objects.filter(pk=tenant_id).exists():
         raise NotFound("No such tenant.", code="slo.unknown_tenant", field="tenant")
-    receivers = list(AlertReceiver.objects.filter(pk__in=receiver_ids or []))
-    if len(receivers) != len(set(receiver_ids or [])):
+    return tenant_id
+
+
+def _receivers(receiver_ids: list[uuid.UUID]) -> list[AlertReceiver]:
+    receivers = list(AlertReceiver.objects.filter(pk__in=receiver_ids))
+    if len(receivers) != len(set(receiver_ids)):
         raise ValidationFailed(
             "An alert receiver does not exist.", code="slo.unknown_receiver", field="receivers"
         )
-    if Slo.objects.filter(name=name).exists():
+    return receivers
+
+
+def _name_free(name: str, *, other_than: uuid.UUID | None = None) -> str:
+    name = name.strip()
+    if not name:
+        raise ValidationFailed("An SLO has a name.", code="slo.name_missing", field="name")
+    others = Slo.objects.filter(name=name)
+    if other_than is not None:
+        others = others.exclude(pk=other_than)
+    if others.exists():
         raise ValidationFailed(f"An SLO named {name!r} exists.", code="slo.name_taken", field="name")
+    return name
+
+
+def _slo_snapshot(slo: Slo) -> dict[str, Any]:
+    shown = snapshot(slo, ["name", "sli", "objective", "window_days", "tenant_id", "params"])
+    shown["receivers"] = sorted(r.name for r in slo.receivers.all())
+    return shown
+
+
+def _only_admins(actor: Any, what: str) -> None:
+    if not getattr(actor, "is_platform_admin", False):
+        raise Forbidden(f"Only platform-admins {what}.")
+
+
+def create_slo(
+    *,
+    actor: Any,
+    name: str,
+    sli: str,
+    objective: Decimal | str,
+    window_days: int = 30,
+    tenant_id: uuid.UUID | None = None,
+    params: dict[str, Any] | None = None,
+    receiver_ids: list[uuid.UUID] | None = None,
+) -> Slo:
+    """Define an SLO (platform-admins); audited; not idempotent (a second one with its name is refused)."""
+    _only_admins(actor, "define SLOs")
+    kind = _kind(sli)
+    target = _objective(objective)
+    _window(window_days)
+    clean = _params(params or {})
+    _tenant(tenant_id)
+    receivers = _receivers(receiver_ids or [])
+    name = _name_free(name)
     with transaction.atomic():
         slo = Slo.objects.create(
             name=name,
@@ -104,10 +155,74 @@ def create_slo(
             actor=actor,
             action="slo.created",
             obj=slo,
-            after=snapshot(slo, ["name", "sli", "objective", "window_days", "params"]),
+            after=_slo_snapshot(slo),
             tenant_id=tenant_id,
         )
     return slo
+
+
+def update_slo(
+    *,
+    actor: Any,
+    slo_id: uuid.UUID,
+    name: str = _UNSET,
+    sli: str = _UNSET,
+    objective: Decimal | str = _UNSET,
+    window_days: int = _UNSET,
+    tenant_id: uuid.UUID | None = _UNSET,
+    params: dict[str, Any] = _UNSET,
+    receiver_ids: list[uuid.UUID] = _UNSET,
+) -> Slo:
+    """Change an SLO's definition; what is not given stays. Each value is checked as on create. Locks
+    the row so two edits audit a true before. Changing the SLI or its parameters drops the samples
+    measured under the old definition (they measured something else); the alerts stay as history."""
+    _only_admins(actor, "change SLOs")
+    with transaction.atomic():
+        slo = Slo.objects.select_for_update().filter(pk=slo_id).first()
+        if slo is None:
+            raise NotFound("No such SLO.", code="slo.not_found")
+        before = _slo_snapshot(slo)
+        if name is not _UNSET:
+            slo.name = _name_free(name, other_than=slo.pk)
+        if sli is not _UNSET:
+            slo.sli = _kind(sli).name
+        if objective is not _UNSET:
+            slo.objective = _objective(objective)
+        if window_days is not _UNSET:
+            slo.window_days = _window(window_days)
+        if tenant_id is not _UNSET:
+            slo.tenant_id = _tenant(tenant_id)
+        if params is not _UNSET:
+            slo.params = _params(params or {})
+        slo.save()
+        slo.refresh_from_db()  # the stored values (0.995 as 0.99500), so before and after compare
+        if receiver_ids is not _UNSET:
+            slo.receivers.set(_receivers(receiver_ids or []))
+        after = _slo_snapshot(slo)
+        if after == before:
+            return slo  # nothing changed: no event
+        measured_differently = any(before[k] != after[k] for k in ("sli", "params", "tenant_id"))
+        if measured_differently:
+            SliSample.objects.filter(slo=slo).delete()
+            slo.evaluated_at = None
+            slo.save(update_fields=["evaluated_at"])
+        record_event(
+            actor=actor, action="slo.updated", obj=slo, before=before, after=after, tenant_id=slo.tenant_id
+        )
+    return slo
+
+
+def delete_slo(*, actor: Any, slo_id: uuid.UUID) -> None:
+    """Delete an SLO with its samples, alerts and their delivery log (receivers stay). Audited with
+    what it was; deleting one already gone is a NotFound."""
+    _only_admins(actor, "delete SLOs")
+    with transaction.atomic():
+        slo = Slo.objects.select_for_update().filter(pk=slo_id).first()
+        if slo is None:
+            raise NotFound("No such SLO.", code="slo.not_found")
+        before = _slo_snapshot(slo)
+        record_event(actor=actor, action="slo.deleted", obj=slo, before=before, tenant_id=slo.tenant_id)
+        slo.delete()
 
 
 def _params(params: dict[str, Any]) -> dict[str, Any]:
@@ -130,14 +245,33 @@ def _params(params: dict[str, Any]) -> dict[str, Any]:
     return clean
 
 
+def _receiver_name_free(name: str, *, other_than: uuid.UUID | None = None) -> str:
+    name = name.strip()
+    if not name:
+        raise ValidationFailed("A receiver has a name.", code="receiver.name_missing", field="name")
+    others = AlertReceiver.objects.filter(name=name)
+    if other_than is not None:
+        others = others.exclude(pk=other_than)
+    if others.exists():
+        raise ValidationFailed(f"A receiver named {name!r} exists.", code="receiver.name_taken", field="name")
+    return name
+
+
+def _receiver_snapshot(receiver: AlertReceiver) -> dict[str, Any]:
+    # The URL without its path (often the bearer secret) and whether it signs, never the secret.
+    return {
+        "name": receiver.name,
+        "url": redact_url(receiver.url),
+        "signed": bool(receiver.secret_encrypted and decrypt_text(receiver.secret_encrypted)),
+    }
+
+
 def create_receiver(*, actor: Any, name: str, url: str, secret: str = "") -> AlertReceiver:
     """Add a webhook. Its URL passes the outbound policy (``outbound.*`` codes) now and again at each
     delivery; the secret is stored encrypted; the audit log has the URL without its path."""
-    if not getattr(actor, "is_platform_admin", False):
-        raise Forbidden("Only platform-admins add alert receivers.")
+    _only_admins(actor, "add alert receivers")
     url = vet_user_url(url, field="url")
-    if AlertReceiver.objects.filter(name=name).exists():
-        raise ValidationFailed(f"A receiver named {name!r} exists.", code="receiver.name_taken", field="name")
+    name = _receiver_name_free(name)
     with transaction.atomic():
         receiver = AlertReceiver.objects.create(name=name, url=url, secret_encrypted=encrypt_text(secret))
         record_event(
@@ -147,6 +281,57 @@ def create_receiver(*, actor: Any, name: str, url: str, secret: str = "") -> Ale
             after={"name": name, "url": redact_url(url), "signed": bool(secret)},
         )
     return receiver
+
+
+def update_receiver(
+    *,
+    actor: Any,
+    receiver_id: uuid.UUID,
+    name: str | None = None,
+    url: str | None = None,
+    secret: str | None = None,
+) -> AlertReceiver:
+    """Change a webhook: None keeps a value, so the secret (write-only, never read back) is replaced
+    only when a new one is given, and "" removes it. The URL passes the outbound policy as on create.
+    Locks the row; audited without the secret or the URL's path."""
+    _only_admins(actor, "change alert receivers")
+    with transaction.atomic():
+        receiver = AlertReceiver.objects.select_for_update().filter(pk=receiver_id).first()
+        if receiver is None:
+            raise NotFound("No such alert receiver.", code="receiver.not_found")
+        before = _receiver_snapshot(receiver)
+        if name is not None:
+            receiver.name = _receiver_name_free(name, other_than=receiver.pk)
+        if url is not None:
+            receiver.url = vet_user_url(url, field="url")
+        if secret is not None:
+            receiver.secret_encrypted = encrypt_text(secret)
+        receiver.save()
+        after = _receiver_snapshot(receiver)
+        # A new secret of a signed receiver changes nothing the log may show: say that it was replaced.
+        if secret:
+            after["secret_replaced"] = True
+        if after != before:
+            record_event(
+                actor=actor, action="alert_receiver.updated", obj=receiver, before=before, after=after
+            )
+    return receiver
+
+
+def delete_receiver(*, actor: Any, receiver_id: uuid.UUID) -> None:
+    """Remove a webhook: the SLOs that alerted it stop doing so, and its delivery log goes with it.
+    Audited with what it was."""
+    _only_admins(actor, "delete alert receivers")
+    with transaction.atomic():
+        receiver = AlertReceiver.objects.select_for_update().filter(pk=receiver_id).first()
+        if receiver is None:
+            raise NotFound("No such alert receiver.", code="receiver.not_found")
+        before = {
+            **_receiver_snapshot(receiver),
+            "slos": sorted(receiver.slos.values_list("name", flat=True)),
+        }
+        record_event(actor=actor, action="alert_receiver.deleted", obj=receiver, before=before)
+        receiver.delete()
 
 
 def _floor(moment: datetime, seconds: int) -> datetime:
@@ -167,9 +352,9 @@ def evaluate_slo(*, slo_id: uuid.UUID, now: datetime | None = None) -> Evaluatio
     open or resolve the burn-rate alerts and queue their deliveries. Running it twice writes nothing
     new and sends nothing twice."""
     now = now or timezone.now()
-    slo = Slo.objects.get(pk=slo_id)
-    kind = sli_kind(slo.sli)
-    if kind is None:
+    slo = Slo.objects.filter(pk=slo_id).first()
+    kind = sli_kind(slo.sli) if slo is not None else None
+    if slo is None or kind is None:  # deleted since the beat listed it, or an SLI no longer known
         return Evaluation(0, {}, [], [])
     written = _write_samples(slo, kind, now)
     samples = [
@@ -201,6 +386,8 @@ def evaluate_slo(*, slo_id: uuid.UUID, now: datetime | None = None) -> Evaluatio
         pending = AlertDelivery.objects.filter(alert_id__in=[*opened, *resolved], state=DeliveryState.PENDING)
         for delivery_id in pending.values_list("pk", flat=True):
             queue_after_commit(DELIVER_TASK, str(delivery_id))
+        # When it was last measured, for the pages: "never evaluated" is said, not guessed.
+        Slo.objects.filter(pk=slo.pk).update(evaluated_at=now)
     return Evaluation(written, fired, opened, resolved)
 
 

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 
 from gpuplatform.accounts.models import User
 from gpuplatform.errors import DomainError
+from gpuplatform.input_warnings import InputWarning, confirmed
 from gpuplatform.ui.auth import current_user
 from quotas.catalogue_forms import (
     BudgetForm,
@@ -33,6 +34,7 @@ from quotas.catalogue_forms import (
 )
 from quotas.models import Budget, Flavor, PriorityClass, Queue, Quota
 from quotas.services import catalogue as catalogue_services
+from quotas.services.advice import catalogue_warnings
 from tenants import scoping
 from tenants.models import Tenant
 
@@ -193,6 +195,15 @@ def _fail(form: CatalogueForm, error: DomainError) -> None:
     form.add_error(field, error.message)
 
 
+def _unconfirmed_warnings(
+    request: HttpRequest, kind: Kind, form: CatalogueForm, current: Any | None = None
+) -> list[InputWarning]:
+    """The warnings the user has not yet said "save anyway" to: shown on the form, nothing saved."""
+    if confirmed(request.POST):
+        return []
+    return catalogue_warnings(model=kind.model, values=form.values(), current=current)
+
+
 @login_required
 def catalogue_index(request: HttpRequest) -> HttpResponse:
     return redirect("catalogue-list", kind="flavors")
@@ -234,7 +245,10 @@ def catalogue_create(request: HttpRequest, kind: str) -> HttpResponse:
     found = _kind(kind)
     user = current_user(request)
     form = found.form(request.POST or None, user=user)
+    warnings: list[InputWarning] = []
     if request.method == "POST" and form.is_valid():
+        warnings = _unconfirmed_warnings(request, found, form)
+    if request.method == "POST" and form.is_valid() and not warnings:
         try:
             catalogue_services.create_entry(actor=user, model=found.model, **form.values())
         except DomainError as error:
@@ -242,7 +256,13 @@ def catalogue_create(request: HttpRequest, kind: str) -> HttpResponse:
         else:
             messages.success(request, f"Created the {found.singular}.")
             return redirect("catalogue-list", kind=found.slug)
-    context = {"kind": found, "kinds": KINDS.values(), "form": form, "title": f"New {found.singular}"}
+    context = {
+        "kind": found,
+        "kinds": KINDS.values(),
+        "form": form,
+        "title": f"New {found.singular}",
+        "warnings": warnings,
+    }
     return render(request, "quotas/catalogue/form.html", context)
 
 
@@ -256,7 +276,10 @@ def catalogue_edit(request: HttpRequest, kind: str, pk: uuid.UUID) -> HttpRespon
     if not may_change:  # shown, not offered; a POST anyway meets the service's refusal
         for field in form.fields.values():
             field.disabled = True
-    if request.method == "POST" and form.is_valid():
+    warnings: list[InputWarning] = []
+    if request.method == "POST" and form.is_valid() and may_change:
+        warnings = _unconfirmed_warnings(request, found, form, current=row)
+    if request.method == "POST" and form.is_valid() and not warnings:
         try:
             catalogue_services.update_entry(actor=user, model=found.model, pk=row.pk, **form.values())
         except DomainError as error:
@@ -272,6 +295,7 @@ def catalogue_edit(request: HttpRequest, kind: str, pk: uuid.UUID) -> HttpRespon
         "title": f"Edit {found.singular}" if may_change else found.singular.capitalize(),
         "can_delete": may_change,
         "read_only": not may_change,
+        "warnings": warnings,
     }
     return render(request, "quotas/catalogue/form.html", context)
 

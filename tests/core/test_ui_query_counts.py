@@ -89,6 +89,15 @@ NOT_LISTS = {
     "policy-rollout": "one rollout: its nodes",
     "slo-list": "one samples query per SLO on the page (25 at most): where each stands",
     "slo-detail": "one SLO",
+    "slo-create": "a form",
+    "slo-edit": "a form",
+    "slo-delete": "POST only",
+    "slo-receivers": "paginated receivers, their SLOs prefetched (one query a page)",
+    "slo-receiver-create": "a form",
+    "slo-receiver-edit": "a form",
+    "slo-receiver-delete": "POST only",
+    "metering-rate-card-edit": "a form",
+    "metering-rate-card-end": "a form",
 }
 
 

@@ -83,6 +83,13 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "policies-diff": [lambda cast: {"revision_id": pol.revision(inv.pool("nlp-only", tenant=cast.nlp)).pk}],
     "policy-rollout": [lambda cast: {"rollout_id": ag.rollout().pk}],
     "slo-detail": [lambda cast: {"slo_id": met.slo().pk}],
+    "slo-edit": [lambda cast: {"slo_id": met.slo().pk}],
+    "slo-delete": [lambda cast: {"slo_id": met.slo().pk}],
+    "slo-receiver-edit": [lambda cast: {"receiver_id": met.alert_receiver().pk}],
+    "slo-receiver-delete": [lambda cast: {"receiver_id": met.alert_receiver().pk}],
+    # Prices are finance's and platform-admins': the card of a flavor dedicated to nlp.
+    "metering-rate-card-edit": [lambda cast: {"card_id": met.rate_card(tenant=cast.nlp).pk}],
+    "metering-rate-card-end": [lambda cast: {"card_id": met.rate_card(tenant=cast.nlp).pk}],
 }
 # Endpoints that are not pages and answer anyone but a platform-admin (or a token) with a refusal.
 REFUSING: dict[str, int] = {"metrics": 401}
@@ -112,6 +119,9 @@ LIST_PAGES: dict[str, list[dict[str, Any]]] = {
     "policies-admission": [{}],
     "policy-rollouts": [{}],
     "slo-list": [{}],
+    "slo-create": [{}],
+    "slo-receivers": [{}],
+    "slo-receiver-create": [{}],
 }
 
 
@@ -165,6 +175,8 @@ def test_no_page_shows_or_changes_another_tenants_object(cast, client, viewer):
     # nothing planted changed: the catalogue rows are still nlp's as made
     assert adm.quota(tenant=cast.nlp).nominal == 4
     assert adm.queue(tenant=cast.nlp).name == "default"
+    assert met.slo().name == "gpus" and met.alert_receiver().name == "oncall"
+    assert met.rate_card(tenant=cast.nlp).effective_to is None
 
 
 @pytest.mark.parametrize("viewer", ["alice", "charlie", "dana"])

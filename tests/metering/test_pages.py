@@ -67,6 +67,10 @@ def test_finance_adds_a_rate_card_and_the_form_explains_refusals(march, cast, cl
     c = logged_in(client, cast.fiona)
     form = {"gpu_model": "T4", "currency": "usd", "price_per_ge_hour": "0.40", "basis": "utilisation",
             "effective_from": "2025-05-01 00:00"}  # fmt: skip
+    # no cluster reports a T4: said first, nothing saved; then saved anyway
+    warned = c.post("/metering/rate-cards/", form).content.decode()
+    assert "No cluster reports a GPU of model T4" in warned and not RateCard.objects.filter(gpu_model="T4")
+    form["save_anyway"] = "1"
     added = c.post("/metering/rate-cards/", form, follow=True)
     assert "Rate card added" in added.content.decode()
     assert RateCard.objects.get(gpu_model="T4").currency == "USD"
