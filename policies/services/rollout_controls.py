@@ -147,7 +147,9 @@ def roll_back_rollout(*, actor: User, rollout_id: uuid.UUID | str) -> Rollout:
             raise Conflict("Nothing earlier to roll back to on this pool.", code="rollout.nothing_earlier")
         if rollout.rolled_back_by_id is not None:
             raise Conflict("This rollout was already rolled back.", code="rollout.already_rolled_back")
-        other = Rollout.objects.filter(pool=rollout.pool, state__in=ACTIVE_STATES).exclude(pk=rollout.pk).first()
+        other = (
+            Rollout.objects.filter(pool=rollout.pool, state__in=ACTIVE_STATES).exclude(pk=rollout.pk).first()
+        )
         if other is not None:
             raise Conflict(
                 f"Rollout of r{other.revision.number} is {other.state} on this pool: abort it first.",

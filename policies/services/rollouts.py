@@ -42,7 +42,7 @@ from policies.models import (
 )
 from policies.node_states import Event, NodeState
 from policies.services.delivery import ADVANCE_TASK, fail_node, move
-from policies.services.revisions import publish_policy
+from policies.services.revisions import flavors_follow_revision, publish_policy
 
 log = logging.getLogger(__name__)
 
@@ -275,6 +275,8 @@ def _drive(rollout: Rollout, rows: list[NodePolicyState], step: _Pass) -> None:
         rollout.state = RolloutState.SUCCEEDED
         rollout.finished_at = timezone.now()
         rollout.save(update_fields=["state", "finished_at"])
+        # Every node now advertises what the revision names: the flavors follow, not before.
+        renamed = flavors_follow_revision(revision=target, actor=None)
         record_event(
             actor=None,
             action="rollout.succeeded",
@@ -283,6 +285,7 @@ def _drive(rollout: Rollout, rows: list[NodePolicyState], step: _Pass) -> None:
                 "revision": target.number,
                 "nodes": len(rows),
                 "waves": rollout.waves_started,
+                "flavors_renamed": renamed,
             },
         )
 
@@ -471,7 +474,9 @@ def _finish_failed(
     record_event(actor=None, action="rollout.failed", obj=rollout, after={"message": rollout.message})
 
 
-def begin_rollback(rollout: Rollout, rows: list[NodePolicyState], step: _Pass, *, actor: User | None) -> Rollout:
+def begin_rollback(
+    rollout: Rollout, rows: list[NodePolicyState], step: _Pass, *, actor: User | None
+) -> Rollout:
     """Make the next revision carrying ``rollout.from_revision``'s bundle and start rolling it out at
     once over the nodes ``rollout`` reached, failed ones first. The caller holds the rollout's and
     the pool's node rows' locks, sets ``rollout``'s own final state, and acts on ``step`` after
