@@ -79,6 +79,11 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "policies-revisions": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "policies-diff": [lambda cast: {"revision_id": pol.revision(inv.pool("nlp-only", tenant=cast.nlp)).pk}],
     "policy-rollout": [lambda cast: {"rollout_id": ag.rollout().pk}],
+    "policy-rollout-control": [
+        (lambda control: lambda cast: {"rollout_id": ag.rollout().pk, "control": control})(control)
+        for control in ("pause", "resume", "abort", "rollback")
+    ],
+    "policy-rollout-start": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "slo-detail": [lambda cast: {"slo_id": met.slo().pk}],
 }
 # Endpoints that are not pages and answer anyone but a platform-admin (or a token) with a refusal.
