@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -76,7 +76,7 @@ class Detected:
         return f"mixed: {parts}" if self.mixed else parts
 
 
-def _node_mode(node: dict[str, Any], kinds: set[str]) -> str:
+def _node_mode(node: Mapping[str, Any], kinds: set[str]) -> str:
     if "hami_gpu" in kinds or node["sharing_strategy"] == "hami":
         return SharingMode.HAMI
     if "dra_device" in kinds:
@@ -108,23 +108,23 @@ def detect_sharing(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Detected
     for node in nodes:
         mine = units.get(node["pk"], [])
         mode = _node_mode(node, {u[0] for u in mine})
-        parameters: dict[str, Any] = {}
+        node_parameters: dict[str, Any] = {}
         if mode in (SharingMode.TIME_SLICING, SharingMode.MPS):
-            parameters = {"replicas": node["replicas"]}
+            node_parameters = {"replicas": node["replicas"]}
         elif mode == SharingMode.MIG:
             per_card: Counter[str] = Counter()
             for kind, _resource, profile, count in mine:
                 if kind == "mig_instance" and profile:
                     per_card[profile] += count
             cards = node["gpu_count"] or 1
-            parameters = {
+            node_parameters = {
                 "strategy": node["mig_strategy"] or "mixed",
                 "geometry": {node["model_key"]: {p: c // cards for p, c in sorted(per_card.items())}}
                 if node["model_key"] and per_card
                 else {},
             }
         names = {u[1] for u in mine if u[0] != "mig_instance"} - CLUSTER_WIDE_NAMES
-        per_pool[node["pool_id"]].append((str(mode), parameters, min(names) if len(names) == 1 else ""))
+        per_pool[node["pool_id"]].append((str(mode), node_parameters, min(names) if len(names) == 1 else ""))
     found: dict[uuid.UUID, Detected] = {}
     for pool in ids:
         rows = per_pool.get(pool, [])

@@ -4,6 +4,7 @@ controls call the services the API calls, which make the same role checks."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.contrib import messages
@@ -11,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from gpuplatform.audit.models import AuditEvent
@@ -128,12 +130,12 @@ def rollout_control(request: HttpRequest, rollout_id: str, control: str) -> Http
         # In place: the live part again, with the outcome as its message.
         rollout = _visible_rollout(request, rollout.pk)
         return render(request, "policies/_rollout_live.html", _live_context(request, rollout))
-    response = redirect("policy-rollout", rollout_id=target.pk)
     if request.headers.get("HX-Request"):
         # A roll back is a new rollout: the browser goes to its page.
         response = HttpResponse(status=204)
-        response["HX-Redirect"] = f"/policies/rollouts/{target.pk}/"
-    return response
+        response["HX-Redirect"] = reverse("policy-rollout", kwargs={"rollout_id": target.pk})
+        return response
+    return redirect("policy-rollout", rollout_id=target.pk)
 
 
 @login_required
@@ -143,8 +145,11 @@ def rollout_start(request: HttpRequest, pool_id: Any) -> HttpResponse:
     if not user.is_platform_admin:
         raise Http404
     pool = get_object_or_404(NodePool, pk=pool_id)
-    revision = PolicyRevision.objects.filter(pool=pool, pk=request.POST.get("revision") or None).first()
+    revision_id = request.POST.get("revision", "")
     raw = request.POST.get("max_unavailable", "1")
+    revision = None
+    if _is_uuid(revision_id):
+        revision = PolicyRevision.objects.filter(pool=pool, pk=revision_id).first()
     if revision is None or not raw.isdigit():
         messages.error(request, "Choose a revision of this pool and a whole number of nodes at a time.")
         return redirect("policies-pool", pool_id=pool.pk)
@@ -161,3 +166,11 @@ def rollout_start(request: HttpRequest, pool_id: Any) -> HttpResponse:
         return redirect("policies-pool", pool_id=pool.pk)
     messages.success(request, f"Rollout of r{revision.number} started.")
     return redirect("policy-rollout", rollout_id=rollout.pk)
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True

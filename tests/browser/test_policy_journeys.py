@@ -97,9 +97,7 @@ def test_admin_publishes_from_what_the_nodes_run_confirming_no_agent(cast, page:
     assert event.after["no_reporting_agent_confirmed"] is True
 
 
-def test_admin_starts_pauses_and_rolls_back_a_rollout_in_the_ui(
-    cast, page: Page, login, shot, eager_tasks
-):
+def test_admin_starts_pauses_and_rolls_back_a_rollout_in_the_ui(cast, page: Page, login, shot, eager_tasks):
     pool = h100_pool("h100", nodes=3)
     agents_for(pool)
     login(page, "pat")

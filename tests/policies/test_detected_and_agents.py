@@ -106,7 +106,7 @@ def test_publishing_where_no_agent_reports_warns_and_needs_a_confirmation(cast, 
 
 def test_with_an_agent_reporting_there_is_nothing_to_confirm(cast, api):
     pool = h100_pool("heard", nodes=2)
-    node = pool.nodes.first()
+    node = pool.nodes.get(name="heard-node-0")
     NodeAgent.objects.create(
         cluster=pool.cluster,
         node=node,
