@@ -13,4 +13,10 @@ urlpatterns = [
     path("policies/admission-rules/", sharing.admission_rules, name="policies-admission"),
     path("policies/rollouts/", rollouts.rollouts, name="policy-rollouts"),
     path("policies/rollouts/<uuid:rollout_id>/", rollouts.rollout_detail, name="policy-rollout"),
+    path(
+        "policies/rollouts/<uuid:rollout_id>/<slug:control>/",
+        rollouts.rollout_control,
+        name="policy-rollout-control",
+    ),
+    path("policies/pools/<uuid:pool_id>/rollouts/", rollouts.rollout_start, name="policy-rollout-start"),
 ]

@@ -16,7 +16,15 @@ from gpuplatform.ui.auth import current_user
 from inventory.models import NodePool
 from policies.compiler import DIMENSIONS, SharingMode, tradeoff
 from policies.forms import AdmissionRuleForm, SharingPolicyForm
-from policies.models import AdmissionApply, AdmissionRule, PolicyRevision, SharingPolicy
+from policies.models import (
+    ACTIVE_STATES,
+    AdmissionApply,
+    AdmissionRule,
+    PolicyRevision,
+    Rollout,
+    SharingPolicy,
+)
+from policies.selectors import agent_coverage, detect_sharing
 from policies.services.admission import delete_admission_rule, request_admission_apply, save_admission_rule
 from policies.services.revisions import diff_revisions, dry_run, publish_policy
 from policies.services.sharing import PolicyInvalid, preview_policy, set_sharing_policy
@@ -51,9 +59,14 @@ def _comparison(selected: str) -> list[dict[str, Any]]:
 def policy_list(request: HttpRequest) -> HttpResponse:
     if not current_user(request).is_platform_admin:
         return redirect("policies-admission")  # what a tenant sees of policies: its own rules
-    pools = NodePool.objects.select_related("cluster", "sharing_policy", "tenant").order_by(
-        "cluster__name", "name"
+    pools = list(
+        NodePool.objects.select_related("cluster", "sharing_policy", "tenant").order_by(
+            "cluster__name", "name"
+        )
     )
+    detected = detect_sharing(pool_ids=[p.pk for p in pools])
+    for pool in pools:
+        pool.detected = detected[pool.pk]  # type: ignore[attr-defined]
     return render(request, "policies/list.html", {"pools": pools})
 
 
@@ -62,6 +75,8 @@ def pool_policy(request: HttpRequest, pool_id: Any) -> HttpResponse:
     user = _platform_admin(request)
     pool = get_object_or_404(NodePool.objects.select_related("cluster"), pk=pool_id)
     policy = SharingPolicy.objects.filter(pool=pool).first()
+    detected = detect_sharing(pool_ids=[pool.pk])[pool.pk]
+    coverage = agent_coverage(pool_id=pool.pk)
     preview_data: dict[str, Any] | None = None
     problems: list[dict[str, str]] = []
     if request.method == "POST":
@@ -69,7 +84,12 @@ def pool_policy(request: HttpRequest, pool_id: Any) -> HttpResponse:
         intent = request.POST.get("intent", "preview")
         if intent == "publish":
             try:
-                revision = publish_policy(pool_id=pool.pk, actor=user, note=request.POST.get("note", ""))
+                revision = publish_policy(
+                    pool_id=pool.pk,
+                    actor=user,
+                    note=request.POST.get("note", ""),
+                    confirm_no_agent=request.POST.get("confirm_no_agent") == "on",
+                )
             except DomainError as refused:
                 messages.error(request, refused.message)
             else:
@@ -91,6 +111,8 @@ def pool_policy(request: HttpRequest, pool_id: Any) -> HttpResponse:
                     problems = refused.errors
                 else:
                     messages.success(request, "Saved. Nodes see it once it is published.")
+                    if coverage.warning:
+                        messages.warning(request, coverage.warning)
                     return redirect("policies-pool", pool_id=pool.pk)
             result = preview_policy(
                 pool_id=pool.pk, mode=mode, parameters=parameters, resource_name=resource_name
@@ -101,12 +123,21 @@ def pool_policy(request: HttpRequest, pool_id: Any) -> HttpResponse:
     else:
         if policy:
             initial = SharingPolicyForm.initial_for(policy.mode, policy.parameters, policy.resource_name)
+        elif detected.mode and not detected.mixed:
+            # Nothing declared yet: the form starts from what the nodes run, so saving it unchanged
+            # declares what is there and publishing it changes nothing on the nodes.
+            initial = SharingPolicyForm.initial_for(
+                detected.mode, detected.parameters, detected.resource_name
+            )
         else:
             initial = SharingPolicyForm.initial_for("exclusive", {}, "")
         form = SharingPolicyForm(initial=initial)
         selected = initial["mode"]
         preview_data = preview_policy(
-            pool_id=pool.pk, mode=selected, parameters=policy.parameters if policy else {}
+            pool_id=pool.pk,
+            mode=selected,
+            parameters=policy.parameters if policy else detected.parameters,
+            resource_name=initial["resource_name"] or "",
         ).data
     dry = None
     if policy is not None and request.method == "GET":
@@ -121,6 +152,16 @@ def pool_policy(request: HttpRequest, pool_id: Any) -> HttpResponse:
         "dimension_labels": [DIMENSION_LABELS[d] for d in DIMENSIONS],
         "dry_run": dry,
         "latest": PolicyRevision.objects.filter(pool=pool).order_by("-number").first(),
+        "detected": detected,
+        "declared_differs": policy is not None and detected.mode and policy.mode != detected.mode,
+        "agents": coverage,
+        "active_rollout": Rollout.objects.filter(pool=pool, state__in=ACTIVE_STATES)
+        .select_related("revision")
+        .first(),
+        "field_groups": [
+            {"legend": legend, "modes": modes, "fields": [form[name] for name in names]}
+            for legend, modes, names in SharingPolicyForm.MODE_FIELDS
+        ],
     }
     return render(request, "policies/pool.html", context)
 

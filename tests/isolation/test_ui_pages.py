@@ -40,6 +40,10 @@ def catalogue_row(kind: str, make: Callable[[Any], Any]) -> Kwargs:
     return lambda cast: {"kind": kind, "pk": make(cast).pk}
 
 
+def rollout_control(control: str) -> Kwargs:
+    return lambda cast: {"rollout_id": ag.rollout().pk, "control": control}
+
+
 def _job_file(fmt: str) -> Kwargs:
     return lambda cast: {"job_id": met.report_job().pk, "fmt": fmt}
 
@@ -82,6 +86,8 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "policies-revisions": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "policies-diff": [lambda cast: {"revision_id": pol.revision(inv.pool("nlp-only", tenant=cast.nlp)).pk}],
     "policy-rollout": [lambda cast: {"rollout_id": ag.rollout().pk}],
+    "policy-rollout-control": [rollout_control(c) for c in ("pause", "resume", "abort", "rollback")],
+    "policy-rollout-start": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "slo-detail": [lambda cast: {"slo_id": met.slo().pk}],
     "slo-edit": [lambda cast: {"slo_id": met.slo().pk}],
     "slo-delete": [lambda cast: {"slo_id": met.slo().pk}],

@@ -59,7 +59,10 @@ def test_publishing_from_the_page_after_its_dry_run_names_the_blocking_pod(cast,
     gpu_pod(pool, node="h100-node-0", namespace="team-vision", pod="train-0", tenant=cast.vision)
     status, html = page(client, url)
     assert "Publish r1" in html and "team-vision/train-0" in html
-    assert client.post(url, {"intent": "publish", "note": "seven slices"}).status_code == 302
+    assert (
+        client.post(url, {"intent": "publish", "note": "seven slices", "confirm_no_agent": "on"}).status_code
+        == 302
+    )
     revision = PolicyRevision.objects.get(pool=pool)
     assert revision.number == 1 and revision.note == "seven slices"
     status, html = page(client, f"/policies/pools/{pool.pk}/revisions/")
