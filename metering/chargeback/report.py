@@ -2,10 +2,13 @@
 per pool, tenant roll-ups up the tree, and the reconciliation that proves the totals.
 
 Inputs are already priced by the caller (one unit price per GE-hour for each piece of usage: rate
-cards change only at whole hours). Each line's amount is its card-hours x price summed at full
-precision and rounded once, half-even. Per pool and currency the report shows that
-charged + idle = cards x hours x price, exactly before rounding, and to the cent after it, the
-difference between the sum of rounded lines and the rounded total being the residue, shown.
+cards change only at whole hours). A tenant's charge on one pool at one price is its card-hours x
+price summed at full precision and rounded once, half-even; when flavors cut it into several lines,
+its cents are dealt to them by largest remainder, so the lines sum to the charge. Per pool and
+currency the report shows that charged + idle = cards x hours x price, exactly before rounding, and
+to the cent after it, the difference between the sum of rounded charges and the rounded total (at
+most half a cent per charge, from rounding different tenants' charges apart) being the residue,
+shown.
 """
 
 from __future__ import annotations
@@ -13,11 +16,11 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 
-from metering.chargeback.money import round_money
+from metering.chargeback.money import allocate_rounded, round_money
 
 __all__ = [
     "ADJUSTMENT_KINDS",
@@ -174,6 +177,7 @@ def compute_chargeback(
     charges = [line for line in lines if line.kind == "charge"]
     for key, sums in pools:
         lines.extend(_idle_lines(key, sums, charges, idle))
+    lines = _one_rounding_per_charge(lines)
     return Chargeback(
         lines=tuple(lines),
         rollups=_rollups(lines),
@@ -340,6 +344,30 @@ def _idle_shares(takers: list[ChargeLine], idle_hours: Decimal, price: Decimal) 
             )
         )
     return shares
+
+
+def _one_rounding_per_charge(lines: list[ChargeLine]) -> list[ChargeLine]:
+    """A tenant's usage of one pool at one price is one charge, however many flavors cut it into
+    lines: its exact sum is rounded once and its cents dealt to its lines by largest remainder, so the
+    lines add up to the charge (two flavor lines of 8.585 and 8.585 are 8.58 + 8.59 = 17.17, not
+    8.59 + 8.59). Idle lines are one per pool and price already; idle shares are dealt the same way,
+    per tenant."""
+    groups: dict[tuple[object, ...], list[int]] = defaultdict(list)
+    for i, line in enumerate(lines):
+        if line.kind == "idle" or line.amount_exact is None:
+            continue
+        groups[
+            (line.kind, line.tenant, line.tenant_path, line.pool, line.gpu_model, line.currency,
+             line.unit_price, line.adjusts, line.basis, line.rate_card)
+        ].append(i)  # fmt: skip
+    dealt = list(lines)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        exacts = [lines[i].amount_exact or ZERO for i in members]
+        for i, amount in zip(members, allocate_rounded(exacts, lines[members[0]].currency), strict=True):
+            dealt[i] = replace(lines[i], amount=amount)
+    return dealt
 
 
 def _sort_key(key: tuple[object, ...]) -> tuple[str, ...]:
