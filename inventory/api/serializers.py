@@ -279,6 +279,7 @@ class AllocationSerializer(serializers.ModelSerializer[Allocation]):
     cluster = serializers.CharField(source="cluster.name")
     tenant = serializers.CharField(source="tenant.slug", default=None)
     pool = serializers.UUIDField(source="pool_id")
+    ge = _ge()  # six places for people; stored to 18 so the ledger reads the exact fraction back
 
     class Meta:
         model = Allocation

@@ -2,7 +2,8 @@
 
 Exact arithmetic with `fractions.Fraction`: a 1g.10gb on an H100 is exactly 1/7 GE, and seven of them
 must add up to exactly 1 for budgets and chargeback to reconcile. Decimal would give 0.142857...x7 ≠ 1.
-Convert at the edge (database column, API) with `ge_to_decimal`.
+Convert at the edge with `ge_to_decimal`: to six places for people (API, pages), to
+`STORED_GE_PLACES` for the database, from which `ge_from_decimal` gives the exact fraction back.
 
 GE is always qualified by GPU model by the caller: 1 GE of an H100 is not 1 GE of a T4.
 """
@@ -14,8 +15,11 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 
 __all__ = [
+    "MAX_GE_DENOMINATOR",
+    "STORED_GE_PLACES",
     "WHOLE_GPU_GE",
     "counters_ge",
+    "ge_from_decimal",
     "ge_to_decimal",
     "hami_share_ge",
     "mig_ge",
@@ -23,6 +27,15 @@ __all__ = [
 ]
 
 WHOLE_GPU_GE = Fraction(1)
+# A GE is a ratio of small integers: slices (k/7, k/8), replicas (1/n), percent of cores (k/100), MiB
+# of a card's memory (k/81559). Their denominators stay under MAX_GE_DENOMINATOR, and two different
+# such fractions differ by at least 1/MAX_GE_DENOMINATOR**2 = 1e-12. Stored to 18 places (an error of
+# at most 5e-19, far inside half that gap), the nearest fraction of denominator <= 1e6 to the stored
+# decimal is the GE itself: 0.142857142857142857 reads back as exactly 1/7. Six places could not be
+# read back (0.142857 is 142857/10**6, itself a fraction under the bound) and left 1.4e-7 GE per hour
+# of each 1g.10gb to idle.
+MAX_GE_DENOMINATOR = 10**6
+STORED_GE_PLACES = 18
 
 
 def mig_ge(
@@ -81,3 +94,10 @@ def ge_to_decimal(value: Fraction, *, places: int = 6) -> Decimal:
     """Round a GE once, half-even, for storage or display (1/7 -> 0.142857)."""
     quantum = Decimal(1).scaleb(-places)
     return (Decimal(value.numerator) / Decimal(value.denominator)).quantize(quantum, ROUND_HALF_EVEN)
+
+
+def ge_from_decimal(value: Decimal) -> Fraction:
+    """The exact GE a stored decimal stands for (1/7 from 0.142857142857142857): the nearest fraction
+    whose denominator is at most MAX_GE_DENOMINATOR. A GE of a larger denominator (none is known)
+    would read back within 1e-12 of itself."""
+    return Fraction(value).limit_denominator(MAX_GE_DENOMINATOR)

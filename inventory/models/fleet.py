@@ -7,10 +7,11 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
+from inventory.domain.gpu_equivalent import STORED_GE_PLACES
 from inventory.scoping import NodePoolQuerySet, PlatformOnlyQuerySet
 
-GE_DIGITS = 12
-GE_PLACES = 6
+GE_PLACES = STORED_GE_PLACES  # exact GE can be read back (inventory/domain/gpu_equivalent.py)
+GE_DIGITS = GE_PLACES + 6
 
 
 class UnitKind(models.TextChoices):

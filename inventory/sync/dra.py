@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from inventory.domain.dra_claims import parse_resource_claim
 from inventory.domain.dra_devices import DraDevice, parse_device_class, parse_resource_slice
-from inventory.domain.gpu_equivalent import ge_to_decimal
+from inventory.domain.gpu_equivalent import STORED_GE_PLACES, ge_to_decimal
 from inventory.domain.issues import warning
 from inventory.domain.raw_fields import dig
 from inventory.models import DeviceClass, HolderKind, Node, ResourceClaim, ResourceSlice, ShareableUnit
@@ -143,7 +143,7 @@ def _device_unit(
         key=f"dra/{row.driver}/{row.pool_name}/{device.name}@{row.name}",
         kind="dra_device",
         resource_name=row.driver,
-        ge_each=ge_to_decimal(device.ge),
+        ge_each=ge_to_decimal(device.ge, places=STORED_GE_PLACES),
         model_key=device.model_key,
         mig_profile=str(device.attributes.get("profile") or "") if _is_mig(device.attributes) else "",
         placement_start=device.placement.start if device.placement else None,

@@ -10,7 +10,7 @@ from typing import Any
 from django.utils import timezone
 
 from inventory.domain.cards import CardBasis
-from inventory.domain.gpu_equivalent import ge_to_decimal
+from inventory.domain.gpu_equivalent import STORED_GE_PLACES, ge_to_decimal
 from inventory.domain.issues import ParseIssue, error
 from inventory.domain.node_inventory import NodeGpuInventory, parse_node_object
 from inventory.domain.raw_fields import as_list, as_map, dig
@@ -287,7 +287,7 @@ def _wanted_units(
             kind=str(group.kind),
             resource_name=group.resource_name,
             count=group.count,
-            ge_each=ge_to_decimal(group.ge_each),
+            ge_each=ge_to_decimal(group.ge_each, places=STORED_GE_PLACES),
             model_key=group.model_key,
             memory_mib=group.memory_mib,
             mig_profile=group.mig_profile or "",

@@ -10,7 +10,7 @@ from typing import Any
 from django.utils import timezone
 
 from gpuplatform.quantity import QuantityError, parse_quantity
-from inventory.domain.gpu_equivalent import ge_to_decimal
+from inventory.domain.gpu_equivalent import STORED_GE_PLACES, ge_to_decimal
 from inventory.domain.hami_pod import parse_hami_pod_annotations
 from inventory.domain.issues import warning
 from inventory.domain.raw_fields import as_list, as_map, dig
@@ -104,7 +104,11 @@ def _rows(
         for device in hami.devices:
             ref = next(iter(units.get(f"{node}|uuid|{device.uuid}", [])), None)
             memory = ref.memory_mib if ref and ref.memory_mib else 0
-            ge = ge_to_decimal(device.share_ge(card_memory_mib=memory)) if memory else Decimal(0)
+            ge = (
+                ge_to_decimal(device.share_ge(card_memory_mib=memory), places=STORED_GE_PLACES)
+                if memory
+                else Decimal(0)
+            )
             rows.append(
                 _row(
                     ref,

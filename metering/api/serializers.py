@@ -13,6 +13,8 @@ from metering.models import Basis, BillingPeriod, RateCard, ReportLine, UsageHou
 class UsageHourSerializer(StrictModelSerializer):
     tenant_slug = serializers.CharField(source="tenant.slug", default="", read_only=True)
     coverage = serializers.FloatField(read_only=True, allow_null=True)
+    # six places for people; stored to 18 so the ledger reads the exact fraction back
+    ge = serializers.DecimalField(max_digits=14, decimal_places=6, read_only=True)
 
     class Meta:
         model = UsageHour

@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from inventory.models.fleet import GE_DIGITS, GE_PLACES
 from inventory.scoping import PlatformOnlyQuerySet
 from metering.scoping import TenantUsageQuerySet
 
@@ -54,7 +55,8 @@ class UsageHour(models.Model):
     gpu_model = models.CharField(max_length=100, blank=True)
     flavor_name = models.CharField(max_length=63, blank=True)
     resource_name = models.CharField(max_length=253, blank=True)
-    ge = models.DecimalField(max_digits=12, decimal_places=6, default=0)  # GE held while it held
+    # GE held while it held, as the inventory stores it (exact when read back with ge_from_decimal)
+    ge = models.DecimalField(max_digits=GE_DIGITS, decimal_places=GE_PLACES, default=0)
     seconds = models.PositiveIntegerField(default=0)  # seconds of the hour it held (allocation basis)
     quantity = models.DecimalField(max_digits=QTY_DIGITS, decimal_places=QTY_PLACES)  # in the meter's unit
     # Physical card-hours charged by the card-hour rule (allocation basis); the chargeback prices these.

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from gpuplatform.db.bulk_insert import insert_many
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
+from inventory.domain.gpu_equivalent import ge_from_decimal
 from inventory.models import Allocation, Cluster, Node
 from metering.chargeback.split import SECONDS_PER_HOUR, NodeHolding, split_node_hour
 from metering.models import (
@@ -139,7 +140,9 @@ def _compute_hour(
         a["seconds"] = stop - start
         card = f"gpu/{a['gpu_id']}" if a["gpu_id"] else None
         a["card_key"] = card or ""
-        holdings[a["node_name"]].append(NodeHolding(str(a["id"]), Fraction(a["ge"]), start, stop, card))
+        holdings[a["node_name"]].append(
+            NodeHolding(str(a["id"]), ge_from_decimal(a["ge"]), start, stop, card)
+        )
     charged: dict[str, Decimal] = {}
     capacity = []
     for name in sorted(set(nodes) | set(holdings)):
@@ -188,7 +191,7 @@ def _compute_hour(
                 resource_name=a["resource_name"],
                 ge=a["ge"],
                 seconds=a["seconds"],
-                quantity=_decimal(Fraction(a["ge"]) * Fraction(a["seconds"], SECONDS_PER_HOUR)),
+                quantity=_decimal(ge_from_decimal(a["ge"]) * Fraction(a["seconds"], SECONDS_PER_HOUR)),
                 card_hours=charged[str(a["id"])],
                 attribution=Attribution.ALLOCATION,
                 source=LEDGER_SOURCE,

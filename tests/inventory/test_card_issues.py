@@ -56,7 +56,10 @@ def test_whole_and_mig_over_the_same_cards_count_once_and_are_flagged(
     (row,) = pool_model_capacity(pool_ids=[pool])[pool]
     held = row.allocated_ge
     assert (row.cards, row.physical_ge - held) == (10, row.free_ge)
-    assert row.advertised_ge == Decimal(8) + 2 + Decimal("0.142857") * 14
+    # (the stored GEs to 18 places: 14 x 0.142857142857142857 = 1.999999999999999998; to six,
+    # 1.999998 was 2e-6 short)
+    assert row.advertised_ge == Decimal(8) + 2 + Decimal("0.142857142857142857") * 14
+    assert row.advertised_ge.quantize(Decimal("0.000001")) == 12
     # free units on the overlap node: 2 whole GPUs and 14 x 1g.10gb, each within its 2 cards
     free = pool_resource_free(pool_ids=[pool])[pool]
     assert free["nvidia.com/mig-1g.10gb"] == 14

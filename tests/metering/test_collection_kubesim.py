@@ -81,17 +81,18 @@ def test_the_hour_of_a_synced_kubesim_fleet_equals_the_figures_worked_by_hand(ca
         # L40S whole GPUs: PROF 0.5 x 1 GE; an old exporter's GPU_UTIL 90% (pod in exported_pod) x 1
         "finetune-000005": D("0.5"),
         "notebook-000006": D("0.9"),
-        # H100 MIG by GPU_I_ID: 0.8 x 0.5 (3g.40gb); 0.5 x 0.285714 (2g.20gb); 0.7 x 0.142857 (1g.10gb)
+        # H100 MIG by GPU_I_ID: 0.8 x 0.5 (3g.40gb); 0.5 x 2/7 (2g.20gb); 0.7 x 1/7 (1g.10gb), the GEs
+        # exact (stored to 18 places; to six they gave 0.142857 and 0.0999999)
         "train-000011": D("0.4"),
-        "infer-000010": D("0.142857"),
-        "infer-000009": D("0.0999999"),
-        # H200 MIG: 0.6 x 0.5 (3g.71gb); 0.9 x 0.285714 and 0.4 x 0.285714 (2g.35gb, on two cards)
+        "infer-000010": D("0.142857143"),
+        "infer-000009": D("0.1"),
+        # H200 MIG: 0.6 x 0.5 (3g.71gb); 0.9 x 2/7 = 1.8/7 and 0.4 x 2/7 = 0.8/7 (2g.35gb, two cards)
         "triton-000013": D("0.3"),
-        "finetune-000014": D("0.2571426"),
-        "train-000015": D("0.1142856"),
-        # A100 40GB MIG single (all 1g.5gb, counted as nvidia.com/gpu): 0.9 and 0.5 x 0.142857; one idle
-        "triton-000017": D("0.1285713"),
-        "train-000018": D("0.0714285"),
+        "finetune-000014": D("0.257142857"),
+        "train-000015": D("0.114285714"),
+        # A100 40GB MIG single (all 1g.5gb, counted as nvidia.com/gpu): 0.9/7 and 0.5/7; one idle
+        "triton-000017": D("0.128571429"),
+        "train-000018": D("0.071428571"),
         "finetune-000019": D("0"),
         # T4 time-slicing x4: card 0 at 0.6 split by GE x seconds between its two pods (0.25 x 3600
         # each): 0.3 and 0.3; card 1 at 0.2, one pod: 0.2. The pod labels tell the cards apart.
@@ -131,14 +132,15 @@ def test_the_hour_of_a_synced_kubesim_fleet_equals_the_figures_worked_by_hand(ca
         "notebook-000006": D("0.2"),
         # H100 MIG: card 0 (420 W) holds the three; card 1 (60 W, idle) is on the same node and the
         # inventory knows no MIG holder's card, so it is theirs too: 0.48 kWh by GE (1/7 : 2/7 : 1/2 =
-        # 2 : 4 : 7 of 13 with the stored GEs 0.142857, 0.285714, 0.5 over 0.928571)
-        "infer-000009": D("0.073846114"),
-        "infer-000010": D("0.147692228"),
-        "train-000011": D("0.258461658"),
-        # H200 MIG: card 0 (500 W) between its 3g and 2g holders, 0.5 : 0.285714 (7 : 4 of 11);
-        # card 1 (250 W) to its one holder
-        "triton-000013": D("0.318181934"),
-        "finetune-000014": D("0.181818066"),
+        # 2 : 4 : 7 of 13 exactly, the GEs stored exact: 0.96/13 = 0.073846154, 1.92/13 = 0.147692308,
+        # 3.36/13 = 0.258461538; six-place GEs gave 0.073846114, 0.147692228, 0.258461658)
+        "infer-000009": D("0.073846154"),
+        "infer-000010": D("0.147692308"),
+        "train-000011": D("0.258461538"),
+        # H200 MIG: card 0 (500 W) between its 3g and 2g holders, 1/2 : 2/7 = 7 : 4 of 11: 3.5/11 =
+        # 0.318181818 and 2/11 = 0.181818182; card 1 (250 W) to its one holder
+        "triton-000013": D("0.318181818"),
+        "finetune-000014": D("0.181818182"),
         "train-000015": D("0.25"),
         # A100 40GB MIG single: card 0 (150 W) and idle card 1 (50 W), three equal holders: 0.2 / 3
         "triton-000017": D("0.066666667"),
@@ -191,7 +193,7 @@ def test_the_hour_of_a_synced_kubesim_fleet_equals_the_figures_worked_by_hand(ca
             "allocation__holder_name", "quantity"
         )
     )
-    assert allocated["finetune-000005"] == D(1) and allocated["infer-000009"] == D("0.142857")
+    assert allocated["finetune-000005"] == D(1) and allocated["infer-000009"] == D("0.142857143")
     assert allocated["train-000034"] == D("0.3")  # HAMi: the larger of 4096/81920 MiB and 30% cores
     row = UsageHour.objects.get(
         hour=HOUR, source="prometheus", meter="used_ge_hours", allocation__holder_name="train-000034"
