@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('inventory', '0005_changed_hours'),
+        ('inventory', '0007_kueue_workloads'),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('metering', '0008_report_line_idle_adjustment'),
+        ('metering', '0009_slo_evaluated_at'),
     ]
 
     operations = [
