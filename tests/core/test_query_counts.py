@@ -49,11 +49,12 @@ def crowd(cast):
         PriorityClass.objects.create(name=f"class-{n}", value=n)
         issue_api_token(actor=cast.rita, name=f"rita-{n}", scopes=["read"])
         # Inventory on every list: a cluster, a pool on it dedicated to the team with a node and a GPU
-        # in it, and the team's claim and allocation.
+        # in it, and the team's claim, allocation and Kueue Workload.
         pool = inv.pool(f"pool-{n}", tenant=team, on=inv.cluster(f"cluster-{n}"))
         inv.gpu(on=inv.node(f"node-{n}", in_pool=pool))
         inv.claim(tenant=team, namespace=f"ns-{n}")
         inv.allocation(tenant=team, namespace=f"ns-{n}")
+        inv.workload(tenant=team, namespace=f"ns-{n}", name=f"job-{n}")
         # Policies on every list: the pool's sharing policy and a revision, the team's admission rule.
         pol.sharing_policy(pool)
         pol.revision(pool)
