@@ -23,11 +23,13 @@ from inventory.api.views import (
     NodeViewSet,
     ResourceClaimViewSet,
 )
-from metering import slo_views
+from metering import cost_model_views, slo_views, statement_views
 from metering import views as metering_views
+from metering.api.cost_models import CostModelViewSet
 from metering.api.exports import ReportExportView, ReportJobViewSet
 from metering.api.slos import AlertDeliveryViewSet, AlertReceiverViewSet, SloAlertViewSet, SloViewSet
 from metering.api.sources import MetricsSourceViewSet
+from metering.api.statements import CreditViewSet, StatementViewSet
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
 from policies import rollout_views
 from policies import views as policy_views
@@ -82,6 +84,9 @@ router.register("agents", NodeAgentViewSet, basename="agent")
 router.register("rollouts", RolloutViewSet, basename="rollout")
 router.register("report-jobs", ReportJobViewSet, basename="report-job")
 router.register("metrics-sources", MetricsSourceViewSet, basename="metrics-source")
+router.register("statements", StatementViewSet, basename="statement")
+router.register("credits", CreditViewSet, basename="credit")
+router.register("cost-models", CostModelViewSet, basename="cost-model")
 router.register("slos", SloViewSet, basename="slo")
 router.register("slo-alerts", SloAlertViewSet, basename="slo-alert")
 router.register("alert-receivers", AlertReceiverViewSet, basename="alert-receiver")
@@ -159,6 +164,19 @@ urlpatterns = [
     path("metering/periods/<uuid:period_id>/reports/", metering_views.job_create, name="metering-job-create"),
     path("metering/jobs/<uuid:job_id>/", metering_views.job_progress, name="metering-job-progress"),
     path("metering/jobs/<uuid:job_id>/<str:fmt>/", metering_views.job_download, name="metering-job-download"),
+    path("metering/statements/", statement_views.statements, name="metering-statements"),
+    path(
+        "metering/statements/<uuid:statement_id>/",
+        statement_views.statement_detail,
+        name="metering-statement",
+    ),
+    path(
+        "metering/statements/<uuid:statement_id>/pdf/",
+        statement_views.statement_pdf,
+        name="metering-statement-pdf",
+    ),
+    path("metering/cost-model/", cost_model_views.cost_model, name="metering-cost-model"),
+    path("metering/credits/new/", statement_views.credit_new, name="metering-credit-new"),
     # The catalogue's pages (flavors, priority classes, quotas, budgets, queues), one block.
     path("catalogue/", catalogue_views.catalogue_index, name="catalogue"),
     path("catalogue/<slug:kind>/", catalogue_views.catalogue_list, name="catalogue-list"),

@@ -15,6 +15,7 @@ from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound
 from metering.models import BillingPeriod, PeriodState
 from metering.services.reports import write_report
+from metering.services.statements import issue_statements
 
 
 def month_of(*, at: datetime) -> tuple[str, datetime, datetime]:
@@ -106,8 +107,15 @@ def close_billing_period(
         period = _lock_unclosed(actor=actor, period_id=period_id)
         if now < period.ends_at:
             raise Conflict(f"billing period {period.label} has not ended yet", code="period_not_over")
+        if period.state != PeriodState.CLOSING:
+            # open -> closing -> closed: the grace period is where late data still lands in place.
+            raise Conflict(
+                f"billing period {period.label} is open: start closing it (the grace period) first",
+                code="period_not_closing",
+            )
         before = snapshot(period, AUDITED)
         write_report(period=period, at=now, idle=idle)
+        issue_statements(period=period, at=now)
         period.state, period.closed_at, period.closed_by = PeriodState.CLOSED, now, actor
         period.closing_at = period.closing_at or now
         period.save(update_fields=["state", "closed_at", "closed_by", "closing_at"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -14,9 +13,9 @@ from django.db.models import Q
 from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from metering.models import Basis, BillingPeriod, PeriodState, RateCard
+from metering.services.currency import check_card_currency, validate_currency
 from quotas.models import Flavor
 
-CURRENCY = re.compile(r"^[A-Z]{3}$")
 AUDITED = (
     "gpu_model", "flavor_id", "currency", "price_per_ge_hour", "energy_price_per_kwh", "basis",
     "effective_from", "effective_to", "note",
@@ -71,8 +70,7 @@ def create_rate_card(
     last word on PostgreSQL) and any change to a closed period's hours."""
     if not may_price(actor):
         raise Forbidden("Only finance and platform-admins set prices.")
-    if not CURRENCY.match(currency):
-        raise ValidationFailed("currency must be an ISO 4217 code such as USD", field="currency")
+    validate_currency(currency)
     if price_per_ge_hour < 0 or (energy_price_per_kwh is not None and energy_price_per_kwh < 0):
         raise ValidationFailed("prices cannot be negative", field="price_per_ge_hour")
     if basis not in Basis.values:
@@ -96,6 +94,7 @@ def create_rate_card(
                 )
         list(RateCard.objects.select_for_update().filter(gpu_model=gpu_model).order_by("pk"))
         _refuse_closed(start=start, end=end)
+        check_card_currency(currency=currency, start=start, end=end)
         clash = RateCard.objects.filter(
             _overlapping(gpu_model=gpu_model, flavor_id=flavor_id, start=start, end=end)
         )
