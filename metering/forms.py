@@ -85,8 +85,12 @@ class CostModelForm(forms.Form):
     )
     price_per_kwh = forms.DecimalField(min_value=0, max_digits=12, decimal_places=6, label="Price per kWh")
     pue = forms.DecimalField(min_value=1, max_digits=5, decimal_places=3, initial=Decimal("1.4"), label="PUE")
-    hosting_per_card_month = forms.DecimalField(min_value=0, max_digits=18, decimal_places=2, initial=0)
-    hours_per_month = forms.DecimalField(min_value=1, max_digits=8, decimal_places=2, initial=730)
+    hosting_per_card_month = forms.DecimalField(
+        min_value=0, max_digits=18, decimal_places=2, initial=0, required=False, help_text="Empty: none."
+    )
+    hours_per_month = forms.DecimalField(
+        min_value=1, max_digits=8, decimal_places=2, initial=730, required=False, help_text="Empty: 730."
+    )
     effective_from = forms.DateTimeField(required=False, help_text="To create the card: a whole hour, UTC.")
     effective_to = forms.DateTimeField(required=False)
 
@@ -99,6 +103,10 @@ class CostModelForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        if data.get("hosting_per_card_month") is None:
+            data["hosting_per_card_month"] = Decimal(0)
+        if data.get("hours_per_month") is None:
+            data["hours_per_month"] = Decimal(730)
         if "create" in self.data and not data.get("effective_from"):
             self.add_error("effective_from", "A rate card needs the hour it takes effect.")
         return data

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -41,11 +42,19 @@ class CostInputsSerializer(StrictSerializer):
     amortisation_months = serializers.IntegerField(min_value=1, max_value=240)
     watts_under_load = serializers.DecimalField(max_digits=10, decimal_places=2, min_value=0)
     price_per_kwh = serializers.DecimalField(max_digits=12, decimal_places=6, min_value=0)
-    pue = serializers.DecimalField(max_digits=5, decimal_places=3, min_value=1, default="1.4")
+    pue = serializers.DecimalField(max_digits=5, decimal_places=3, min_value=1, default=Decimal("1.4"))
     hosting_per_card_month = serializers.DecimalField(
-        max_digits=18, decimal_places=2, min_value=0, default="0"
+        max_digits=18, decimal_places=2, min_value=0, default=Decimal(0)
     )
-    hours_per_month = serializers.DecimalField(max_digits=8, decimal_places=2, min_value=1, default="730")
+    hours_per_month = serializers.DecimalField(
+        max_digits=8, decimal_places=2, min_value=1, default=Decimal(730)
+    )
+
+
+INPUT_FIELDS = (
+    "purchase_price_per_card", "amortisation_months", "watts_under_load", "price_per_kwh", "pue",
+    "hosting_per_card_month", "hours_per_month",
+)  # fmt: skip
 
 
 class CostModelCreateSerializer(CostInputsSerializer):
@@ -57,7 +66,7 @@ class CostModelCreateSerializer(CostInputsSerializer):
 
 
 def _inputs(values: dict[str, Any]) -> CostInputs:
-    return CostInputs(**{name: values[name] for name in CostInputsSerializer().fields})
+    return CostInputs(**{str(name): values[str(name)] for name in INPUT_FIELDS})
 
 
 class CostModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):

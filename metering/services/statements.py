@@ -55,7 +55,7 @@ def issue_statements(*, period: BillingPeriod, at: datetime | None = None) -> li
         return existing
     at = at or timezone.now()
     lines = _billable(period)
-    names = dict(Tenant.objects.values_list("pk", "display_name"))
+    names: dict[object, str] = dict(Tenant.objects.values_list("pk", "display_name"))
     by_tenant: dict[tuple[str, object], list[LineIn]] = defaultdict(list)
     slugs: dict[object, str] = {}
     by_centre: dict[str, list[LineIn]] = defaultdict(list)
@@ -92,7 +92,7 @@ def issue_statements(*, period: BillingPeriod, at: datetime | None = None) -> li
                     total=doc.total,
                     unpriced_ge_hours=doc.unpriced_ge_hours,
                     issued_at=at,
-                    **who,  # type: ignore[arg-type]
+                    **who,
                 )
             )
 
@@ -118,7 +118,7 @@ def statement_document(*, statement: Statement) -> StatementDoc:
     period = statement.period
     lines = ReportLine.objects.filter(period=period, tenant__isnull=False, kind__in=list(SECTIONS))
     if statement.kind == StatementKind.TENANT:
-        lines = lines.filter(tenant_id=statement.tenant_id)
+        lines = lines.filter(tenant=statement.tenant)
     else:
         lines = lines.filter(cost_centre=statement.cost_centre)
     items = split_by_currency(_line_in(line) for line in lines.order_by("line_no")).get(
