@@ -305,7 +305,7 @@ def main() -> None:
             batch = syncer._next_batch()
             syncer.apply_batch(batch)
             applied += sum(
-                1 for _, _, item in batch if isinstance(item, kube.WatchEvent) and item.type != "BOOKMARK"
+                1 for q in batch if isinstance(q.item, kube.WatchEvent) and q.item.type != "BOOKMARK"
             )
         watch_seconds = time.monotonic() - started
         rss_backlog = peak_rss_mib()

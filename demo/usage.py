@@ -16,6 +16,7 @@ from metering.collection.readings import UsageSource
 from metering.collection.simulated import SimulatedUsageSource
 from metering.models import MeteredHour
 from metering.prom import PrometheusUsageSource
+from metering.services.adjustments import BookingRun
 from metering.services.collection import meter_usage_hour
 from metering.services.sources import source_config
 
@@ -56,13 +57,14 @@ def seed_demo_usage(
         )
     )
     metered = 0
+    run = BookingRun()  # late data for a closed month: one audit event for the run, not one per hour
     at = last - HOUR
     while at >= hour and not (stop and stop.is_set()):
         held = Allocation.objects.filter(cluster=cluster, started_at__lt=at + HOUR).filter(
             Q(ended_at__isnull=True) | Q(ended_at__gt=at)
         )
         if at not in done and held.exists():
-            meter_usage_hour(cluster_id=cluster.pk, hour=at, now=now, source=source)
+            meter_usage_hour(cluster_id=cluster.pk, hour=at, now=now, source=source, run=run)
             metered += 1
             if pause_seconds and stop is not None:
                 # Beside the server, SQLite has one writer: leave the lock to the API between hours.

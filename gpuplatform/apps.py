@@ -12,7 +12,7 @@ class GpuplatformConfig(AppConfig):
         # in the package's __init__ so that importing a pure module of gpuplatform loads no Celery.
         from gpuplatform import celery  # noqa: F401
         from gpuplatform.db import lookups  # noqa: F401
-        from gpuplatform.health import collect_checks
+        from gpuplatform.health.checks import collect_checks
         from gpuplatform.observability.metrics import register_collector
 
         register_collector("health", collect_checks)

@@ -127,6 +127,7 @@ INSTALLED_APPS = [
     "gpuplatform.accounts",
     "gpuplatform.audit",
     "gpuplatform.ui",
+    "gpuplatform.health",
     "tenants",
     "inventory",
     "quotas",
@@ -225,6 +226,10 @@ CONTENT_SECURITY_POLICY = {
 
 ROOT_URLCONF = "gpuplatform.urls"
 WSGI_APPLICATION = "gpuplatform.wsgi.application"
+# Bare ASGI apps that gpuplatform/asgi.py answers ahead of Django, by exact path, as dotted paths so
+# the core imports no domain app: the agents' long poll skips the middleware chain under uvicorn
+# (policies/api/long_poll.py). The same path is a Django route too, for WSGI and the test client.
+ASGI_BARE_APPS = {"/api/v1/agents/bundle/": "policies.api.long_poll.bundle_asgi"}
 AUTH_USER_MODEL = "accounts.User"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
@@ -288,6 +293,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", not REDIS_URL)
 ADMISSION_LOOP_SECONDS = float(env_int("ADMISSION_LOOP_SECONDS", 30))
+# Where tasks run eagerly, these run in a thread of their own instead of inside the caller
+# (gpuplatform/celery.py); the demo names its report build.
+EAGER_TASKS_IN_THREADS: tuple[str, ...] = ()
 # The overview's "what needs attention" names requests pending longer than this (quotas/attention.py);
 # the queue-wait SLO's default target (docs/slos.md), which quotas cannot read from metering.
 QUEUE_WAIT_ATTENTION_SECONDS = env_int("QUEUE_WAIT_ATTENTION_SECONDS", 600)
@@ -302,20 +310,32 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEO
 PROMETHEUS_URL = env("PROMETHEUS_URL", "")
 METERING_SIMULATED_USAGE = env_bool("METERING_SIMULATED_USAGE", False)
 METERING_MINUTE = env_int("METERING_MINUTE", 5)
+# Periods of the beat entries that loop; each loop's heartbeat is stale after three of them.
+SLO_EVALUATION_SECONDS = env_int("SLO_EVALUATION_SECONDS", 60)
+ROLLOUT_ADVANCE_SECONDS = 15.0
+OFFLINE_AGENTS_SECONDS = 30.0
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # SLOs: settled buckets, burn-rate alerts and due webhook retries (docs/slos.md).
     "metering-evaluate-slos": {
         "task": "metering.evaluate_slos",
-        "schedule": env_int("SLO_EVALUATION_SECONDS", 60),
+        "schedule": SLO_EVALUATION_SECONDS,
     },
     # Expire ended requests and decide pending ones again (capacity freed by pods, quota edits).
     "quotas-admission-loop": {
         "task": "quotas.run_admission_loop",
         "schedule": ADMISSION_LOOP_SECONDS,
     },
+    # Kueue clusters: apply the compiled objects again, repairing hand edits (docs/kueue.md).
+    "quotas-kueue-reconcile": {
+        "task": "quotas.reconcile_kueue_clusters",
+        "schedule": env_int("KUEUE_RECONCILE_SECONDS", 300),
+    },
     # Rollouts: retries after backoff, blocked nodes that drained, MIG verification; silent agents.
-    "policies-advance-rollouts": {"task": "policies.advance_running_rollouts", "schedule": 15.0},
-    "policies-offline-agents": {"task": "policies.mark_offline_nodes", "schedule": 30.0},
+    "policies-advance-rollouts": {
+        "task": "policies.advance_running_rollouts",
+        "schedule": ROLLOUT_ADVANCE_SECONDS,
+    },
+    "policies-offline-agents": {"task": "policies.mark_offline_nodes", "schedule": OFFLINE_AGENTS_SECONDS},
     # Metering: the hour that just ended, a few minutes after it (late scrapes land), for every
     # cluster (allocation basis, and usage where it has a source); then, half an hour later, every
     # usage hour still incomplete inside its source's retention.
@@ -326,6 +346,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "metering-retry-incomplete-usage": {
         "task": "metering.retry_incomplete_usage",
         "schedule": crontab(minute=(METERING_MINUTE + 30) % 60),
+    },
+    # Hours whose allocations the sync learnt of late (started or ended in an hour already metered):
+    # metered again, open periods rewritten, closed ones adjusted in the next open period.
+    "metering-remeter-late-changes": {
+        "task": "metering.remeter_late_changes",
+        "schedule": crontab(minute=(METERING_MINUTE + 15) % 60),
     },
 }
 
@@ -379,7 +405,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["gpuplatform.api.permissions.IsAuthenticatedWithScope"],
     "DEFAULT_PAGINATION_CLASS": "gpuplatform.api.pagination.PagePagination",
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    # django-filter's, refusing unknown query parameters on lists (400 unknown_filter).
+    "DEFAULT_FILTER_BACKENDS": ["gpuplatform.api.filters.StrictFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": [
         "gpuplatform.api.throttling.TokenRateThrottle",

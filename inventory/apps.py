@@ -31,3 +31,13 @@ class InventoryConfig(AppConfig):
         from inventory.attention import attention
 
         register_attention(name="inventory", source=attention)
+
+        from gpuplatform.audit.naming import by_field, register_names
+        from inventory.models import Cluster, NodePool
+
+        register_names(
+            object_type="inventory.cluster", names=by_field(Cluster, "name"), fields=("cluster", "cluster_id")
+        )
+        register_names(
+            object_type="inventory.nodepool", names=by_field(NodePool, "name"), fields=("pool", "pool_id")
+        )

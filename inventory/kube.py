@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +35,17 @@ __all__ = [
     "WatchEvent",
     "api_client",
     "apply_admission_object",
+    "apply_custom_object",
     "apply_resource_claim",
     "apply_resource_quota",
     "delete_admission_object",
+    "delete_custom_object",
     "delete_resource_claim",
+    "delete_resource_quota",
     "list_admission_objects",
+    "list_custom_objects",
     "list_pages",
+    "merge_patch_custom_status",
     "watch_events",
 ]
 
@@ -48,6 +54,10 @@ __all__ = [
 # authority on what a tenant was granted).
 FIELD_MANAGER = "gpuplatform"
 APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
+# Kueue's API at the version the compiler targets (quotas/kueue/model.py, docs/kueue.md).
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSION = "v1beta2"
 
 
 class KubeError(Exception):
@@ -132,6 +142,12 @@ def _list_function(api: k8s.ApiClient, kind: str) -> Callable[..., Any]:
         "deviceclasses": resource.list_device_class,
         "resourceslices": resource.list_resource_slice,
         "resourceclaims": resource.list_resource_claim_for_all_namespaces,
+        "workloads": partial(
+            k8s.CustomObjectsApi(api).list_custom_object_for_all_namespaces,
+            KUEUE_GROUP,
+            KUEUE_VERSION,
+            "workloads",
+        ),
     }
     return functions[kind]
 
@@ -343,6 +359,110 @@ def delete_admission_object(api: k8s.ApiClient, *, kind: str, name: str) -> bool
     function = _admission_functions(api, kind)[2]
     try:
         function(name, _preload_content=False)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise _error(exc) from exc
+    except (HTTPError, OSError) as exc:
+        raise _error(exc) from exc
+    return True
+
+
+def delete_resource_quota(api: k8s.ApiClient, *, namespace: str, name: str) -> bool:
+    """Delete a ResourceQuota; False when it was already gone."""
+    try:
+        k8s.CoreV1Api(api).delete_namespaced_resource_quota(name, namespace, _preload_content=False)
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise _error(exc) from exc
+    except (HTTPError, OSError) as exc:
+        raise _error(exc) from exc
+    return True
+
+
+def apply_custom_object(
+    api: k8s.ApiClient, *, body: dict[str, Any], plural: str, status: bool = False
+) -> dict[str, Any]:
+    """Server-side apply a custom object (cluster-scoped, or namespaced when its metadata names a
+    namespace), forced; ``status`` applies to its status subresource."""
+    group, version = str(body["apiVersion"]).split("/", 1)
+    name = body["metadata"]["name"]
+    namespace = body["metadata"].get("namespace")
+    custom: Any = k8s.CustomObjectsApi(api)  # with _preload_content=False it answers raw
+    if namespace:
+        function = (
+            custom.patch_namespaced_custom_object_status if status else custom.patch_namespaced_custom_object
+        )
+        args: tuple[Any, ...] = (group, version, namespace, plural, name, body)
+    else:
+        function = custom.patch_cluster_custom_object_status if status else custom.patch_cluster_custom_object
+        args = (group, version, plural, name, body)
+    try:
+        response = function(
+            *args,
+            field_manager=FIELD_MANAGER,
+            force=True,
+            _content_type=APPLY_PATCH,
+            _preload_content=False,
+        )
+        result: dict[str, Any] = json.loads(response.data)
+    except (ApiException, HTTPError, OSError) as exc:
+        raise _error(exc) from exc
+    return result
+
+
+def merge_patch_custom_status(
+    api: k8s.ApiClient,
+    *,
+    group: str,
+    version: str,
+    plural: str,
+    namespace: str,
+    name: str,
+    patch: dict[str, Any],
+) -> dict[str, Any]:
+    """A JSON merge patch of a namespaced custom object's status (lists are replaced whole)."""
+    try:
+        custom: Any = k8s.CustomObjectsApi(api)
+        response = custom.patch_namespaced_custom_object_status(
+            group, version, namespace, plural, name, patch, _content_type=MERGE_PATCH, _preload_content=False
+        )
+        result: dict[str, Any] = json.loads(response.data)
+    except (ApiException, HTTPError, OSError) as exc:
+        raise _error(exc) from exc
+    return result
+
+
+def list_custom_objects(
+    api: k8s.ApiClient, *, group: str, version: str, plural: str, namespaced: bool, label_selector: str = ""
+) -> list[dict[str, Any]]:
+    """Every object of a custom kind (in all namespaces for a namespaced kind) with the label
+    selector. A 404 (the CRD is not installed) is a KubeError with status 404."""
+    custom: Any = k8s.CustomObjectsApi(api)  # with _preload_content=False it answers raw
+    function = (
+        custom.list_custom_object_for_all_namespaces if namespaced else custom.list_cluster_custom_object
+    )
+    try:
+        response = function(group, version, plural, label_selector=label_selector, _preload_content=False)
+        body = json.loads(response.data)
+    except (ApiException, HTTPError, OSError) as exc:
+        raise _error(exc) from exc
+    return list(body.get("items") or [])
+
+
+def delete_custom_object(
+    api: k8s.ApiClient, *, group: str, version: str, plural: str, name: str, namespace: str = ""
+) -> bool:
+    """Delete one custom object; False when it was already gone."""
+    custom: Any = k8s.CustomObjectsApi(api)  # with _preload_content=False it answers raw
+    try:
+        if namespace:
+            custom.delete_namespaced_custom_object(
+                group, version, namespace, plural, name, _preload_content=False
+            )
+        else:
+            custom.delete_cluster_custom_object(group, version, plural, name, _preload_content=False)
     except ApiException as exc:
         if exc.status == 404:
             return False

@@ -19,14 +19,15 @@ from inventory.fragmentation.geometry import first_fit_layout
 from inventory.models import Allocation, Gpu, Node, ShareableUnit
 
 # Okabe & Ito's palette, safe for the common colour-vision deficiencies; black is kept for text.
-# Each pair is (fill, text colour readable on it).
+# Each pair is (fill, text colour readable on it): whichever of black and white contrasts more, so
+# every label reaches WCAG AA's 4.5:1 (white on the green was 3.4:1, on the vermillion 4.1:1).
 OKABE_ITO = (
     ("#E69F00", "#000000"),  # orange
     ("#56B4E9", "#000000"),  # sky blue
-    ("#009E73", "#FFFFFF"),  # bluish green
+    ("#009E73", "#000000"),  # bluish green
     ("#F0E442", "#000000"),  # yellow
     ("#0072B2", "#FFFFFF"),  # blue
-    ("#D55E00", "#FFFFFF"),  # vermillion
+    ("#D55E00", "#000000"),  # vermillion
     ("#CC79A7", "#000000"),  # reddish purple
 )
 UNASSIGNED_COLOUR = "#BBBBBB"

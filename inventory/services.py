@@ -16,13 +16,16 @@ from django.utils import timezone
 from gpuplatform.accounts.models import User
 from gpuplatform.audit.services import record_attempt, record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from gpuplatform.health.heartbeats import forget
+from inventory.changed_hours import mark_changed_hours
 from inventory.cluster_access import vet_uploaded
 from inventory.crypto import encrypt_text
 from inventory.kubeconfig import KubeconfigRefused, canonical_yaml
-from inventory.models import Allocation, Cluster, NodePool
+from inventory.models import Allocation, Cluster, EnforcementBackend, NodePool, sync_heartbeat_name
+from inventory.ports import enforcement_backend_changed
 from tenants.models import Tenant
 
-CLUSTER_FIELDS = ("name", "api_endpoint", "in_cluster", "pool_label")
+CLUSTER_FIELDS = ("name", "api_endpoint", "in_cluster", "pool_label", "enforcement_backend")
 NAMESPACE_MOVED = "namespace_moved"  # Allocation.end_reason of an interval split by reattribute_namespace
 _UNSET: Any = object()
 
@@ -30,6 +33,15 @@ _UNSET: Any = object()
 def _require_platform_admin(actor: User) -> None:
     if not actor.is_platform_admin:
         raise Forbidden("Only platform-admins manage clusters.")
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in EnforcementBackend.values:
+        raise ValidationFailed(
+            f"Unknown enforcement backend {backend!r}; one of {', '.join(EnforcementBackend.values)}.",
+            code="unknown_enforcement_backend",
+            field="enforcement_backend",
+        )
 
 
 def _cluster_snapshot(cluster: Cluster) -> dict[str, Any]:
@@ -63,9 +75,11 @@ def create_cluster(
     kubeconfig: str = "",
     in_cluster: bool = False,
     pool_label: str = "",
+    enforcement_backend: str = EnforcementBackend.RESOURCEQUOTA,
 ) -> Cluster:
     """Register a cluster (platform-admins). Not idempotent: a taken name is a Conflict."""
     _require_platform_admin(actor)
+    _check_backend(enforcement_backend)
     if not kubeconfig and not in_cluster:
         raise ValidationFailed(
             "Give a kubeconfig or choose in-cluster credentials.", code="no_credentials", field="kubeconfig"
@@ -79,6 +93,7 @@ def create_cluster(
             api_endpoint=endpoint,
             kubeconfig_encrypted=encrypt_text(stored),
             in_cluster=in_cluster,
+            enforcement_backend=enforcement_backend,
             **({"pool_label": pool_label} if pool_label else {}),
         )
         try:
@@ -89,6 +104,10 @@ def create_cluster(
                 f"A cluster named {name!r} exists.", code="cluster_name_taken", field="name"
             ) from exc
         record_event(actor=actor, action="cluster.created", obj=cluster, after=_cluster_snapshot(cluster))
+        if cluster.enforcement_backend != EnforcementBackend.RESOURCEQUOTA:
+            enforcement_backend_changed.send(
+                sender=Cluster, cluster_id=str(cluster.pk), before="", after=cluster.enforcement_backend
+            )
     return cluster
 
 
@@ -99,9 +118,13 @@ def update_cluster(
     kubeconfig: str = _UNSET,
     in_cluster: bool = _UNSET,
     pool_label: str = _UNSET,
+    enforcement_backend: str = _UNSET,
 ) -> Cluster:
-    """Change credentials or the pool label. Locks the cluster row; no event when nothing changed."""
+    """Change credentials, the pool label or the enforcement backend. Locks the cluster row; no
+    event when nothing changed."""
     _require_platform_admin(actor)
+    if enforcement_backend is not _UNSET:
+        _check_backend(enforcement_backend)
     replacement = None
     if kubeconfig is not _UNSET and kubeconfig:
         name = Cluster.objects.filter(pk=cluster_id).values_list("name", flat=True).first()
@@ -122,7 +145,17 @@ def update_cluster(
             cluster.in_cluster = in_cluster
         if pool_label is not _UNSET:
             cluster.pool_label = pool_label
+        switched = enforcement_backend is not _UNSET and enforcement_backend != cluster.enforcement_backend
+        if enforcement_backend is not _UNSET:
+            cluster.enforcement_backend = enforcement_backend
         cluster.save()
+        if switched:
+            enforcement_backend_changed.send(
+                sender=Cluster,
+                cluster_id=str(cluster.pk),
+                before=before["enforcement_backend"],
+                after=cluster.enforcement_backend,
+            )
         after = _cluster_snapshot(cluster)
         if after != before or changed_secret:
             after["kubeconfig_replaced"] = changed_secret
@@ -142,7 +175,9 @@ def delete_cluster(*, actor: User, cluster_id: uuid.UUID | str) -> None:
                 "The cluster has allocation history that billing needs.", code="cluster_has_history"
             )
         record_event(actor=actor, action="cluster.deleted", obj=cluster, before=_cluster_snapshot(cluster))
+        cluster_pk = cluster.pk
         cluster.delete()
+        forget(prefix=sync_heartbeat_name(cluster_pk))  # a removed cluster's sync is not stale: it is gone
 
 
 def dedicate_pool(*, actor: User, pool_id: uuid.UUID | str, tenant_id: uuid.UUID | None) -> NodePool:
@@ -227,4 +262,6 @@ def reattribute_namespace(
             for row in moving
         ]
         Allocation.objects.bulk_create(reopened)
+        for cluster_id in sorted({row.cluster_id for row in moving}):
+            mark_changed_hours(cluster_id=cluster_id, times=[at])
     return len(reopened)

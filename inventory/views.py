@@ -3,22 +3,27 @@ allocation history. Every query goes through visible_to(), like the API."""
 
 from __future__ import annotations
 
+import uuid
 from decimal import Decimal
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Count, Q, Sum
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.views.decorators.http import require_POST
 
+from gpuplatform.errors import DomainError
 from gpuplatform.ui.auth import current_user
 from gpuplatform.ui.panels import POOL_DASHBOARD, panels_for
-from inventory import selectors
+from inventory import selectors, services
 from inventory.api.filters import AllocationFilter
 from inventory.capacity import pool_model_capacity
-from inventory.models import Allocation, Cluster, Node, NodePool, ParseIssueCount
+from inventory.models import Allocation, Cluster, EnforcementBackend, Node, NodePool, ParseIssueCount
 from inventory.node_layout import node_layout, tenant_colour
+from inventory.sync.heartbeats import judge_sync_states
 
 POOLS_PER_PAGE = 25
 
@@ -30,8 +35,12 @@ def clusters(request: HttpRequest) -> HttpResponse:
         Cluster.objects.visible_to(user)
         .annotate(parse_issue_count=Sum("parse_issues__count"))
         .prefetch_related("sync_states")
+        .select_related("kueue_state")
         .order_by("name")  # the aggregate's GROUP BY drops Meta.ordering
     )
+    clusters_shown: list[Cluster] = list(cluster_rows)
+    if user.sees_all_tenants:
+        clusters_shown = judge_sync_states(clusters_shown)
     page = Paginator(
         NodePool.objects.visible_to(user)
         .select_related("cluster", "tenant")
@@ -51,7 +60,8 @@ def clusters(request: HttpRequest) -> HttpResponse:
         request,
         "inventory/clusters.html",
         {
-            "clusters": cluster_rows,
+            "clusters": clusters_shown,
+            "backends": EnforcementBackend.choices,
             "pools": pools,
             "page": page,
             "issues": issues,
@@ -59,6 +69,27 @@ def clusters(request: HttpRequest) -> HttpResponse:
             "next_label": "Next →",
         },
     )
+
+
+@login_required
+@require_POST
+def cluster_enforcement(request: HttpRequest, cluster_id: uuid.UUID) -> HttpResponse:
+    """A platform-admin switches the cluster's enforcement backend; anyone else finds no cluster."""
+    user = current_user(request)
+    cluster = get_object_or_404(Cluster.objects.visible_to(user), pk=cluster_id)
+    try:
+        services.update_cluster(
+            actor=user, cluster_id=cluster.pk, enforcement_backend=request.POST.get("enforcement_backend", "")
+        )
+    except DomainError as error:
+        messages.error(request, error.message)
+    else:
+        cluster.refresh_from_db(fields=["enforcement_backend"])
+        messages.success(
+            request,
+            f"Cluster {cluster.name} now enforces through {cluster.get_enforcement_backend_display()}.",
+        )
+    return redirect("inventory")
 
 
 @login_required

@@ -12,7 +12,6 @@ The HTTP layer and the Python API share the same write paths (`create_entry`, `u
 
 from __future__ import annotations
 
-import builtins
 import json
 import random
 import threading
@@ -34,6 +33,11 @@ from kubesim.watchers import Converter, Entry, Event, WatchStream
 Key = tuple[str, str]  # (namespace or "", name)
 Listener = Callable[[str, str, dict[str, Any]], None]
 Mutator = Callable[[dict[str, Any]], dict[str, Any]]
+# Named once here: inside `Store` the name `list` is its method (the API verb), not the builtin.
+Objects = list[dict[str, Any]]
+Entries = list[Entry]
+Warnings = list[str]  # admission warnings, as the API server returns them
+ResourceInfos = list[ResourceInfo]
 
 DEFAULT_HISTORY_WINDOW = 10_000
 # Admission policies never judge their own kinds (the API server exempts them, so a bad policy cannot
@@ -72,7 +76,7 @@ class Store:
         self._lock = threading.RLock()
         self._rv = 0
         self._tables = {info.plural: _Table(info) for info in registry.RESOURCES}
-        self._listeners: builtins.list[Listener] = []
+        self._listeners: list[Listener] = []
         # ownerReferences uid -> dependents, for cascading deletion (the garbage collector's graph).
         self._dependents: dict[str, set[tuple[str, Key]]] = {}
         self.admission = ValidatingPolicies(self.list_readonly, self._stored)
@@ -109,19 +113,19 @@ class Store:
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> Objects:
         matcher = compile_matcher(label_selector, field_selector, resource)
         entries, _ = self.list_entries(resource, namespace, matcher)
         return [json.loads(e.raw) for e in entries]
 
-    def list_readonly(self, resource: str, namespace: str | None = None) -> builtins.list[dict[str, Any]]:
+    def list_readonly(self, resource: str, namespace: str | None = None) -> Objects:
         """The stored dicts themselves, without copying: fast, but callers must not mutate them."""
         entries, _ = self.list_entries(resource, namespace, None)
         return [e.obj for e in entries]
 
     def list_entries(
         self, resource: str, namespace: str | None, matcher: Matcher | None
-    ) -> tuple[builtins.list[Entry], int]:
+    ) -> tuple[Entries, int]:
         """Entries in key order (namespace, name) as etcd lists them, and the list's resourceVersion."""
         table = self._tables[resource]
         with self._lock:
@@ -265,7 +269,7 @@ class Store:
 
     def create_entry(
         self, resource: str, obj: dict[str, Any], opts: WriteOptions, namespace: str | None = None
-    ) -> tuple[Entry, builtins.list[str]]:
+    ) -> tuple[Entry, Warnings]:
         info = self.info(resource)
         obj = strategy.to_storage(info, obj)
         with self._lock:
@@ -308,7 +312,7 @@ class Store:
         opts: WriteOptions,
         *,
         subresource: str | None = None,
-    ) -> tuple[Entry, builtins.list[str]]:
+    ) -> tuple[Entry, Warnings]:
         info = self.info(resource)
         obj = strategy.to_storage(info, obj)
         with self._lock:
@@ -325,7 +329,7 @@ class Store:
         opts: WriteOptions,
         *,
         subresource: str | None = None,
-    ) -> tuple[Entry, builtins.list[str]]:
+    ) -> tuple[Entry, Warnings]:
         """Read-modify-write under the lock (a patch): `mutate` gets a copy and returns the new object."""
         info = self.info(resource)
         with self._lock:
@@ -341,7 +345,7 @@ class Store:
         new: dict[str, Any],
         opts: WriteOptions,
         subresource: str | None,
-        warnings: builtins.list[str] | None = None,
+        warnings: Warnings | None = None,
     ) -> Entry:
         """`warnings` (the write's, extended with admission's) is None for pods/binding, which
         ValidatingAdmissionPolicies in kubesim do not see."""
@@ -377,7 +381,7 @@ class Store:
         old: dict[str, Any] | None,
         *,
         generated: bool = False,
-    ) -> builtins.list[str]:
+    ) -> Warnings:
         """ValidatingAdmissionPolicies over this write: their warnings, or the denial raised."""
         if not self._tables["validatingadmissionpolicybindings"].objects or info.group == EXEMPT_GROUP:
             return []
@@ -646,7 +650,7 @@ class Store:
             return None
         return table.info
 
-    def custom_resources(self) -> builtins.list[ResourceInfo]:
+    def custom_resources(self) -> ResourceInfos:
         """The resources CRDs serve now, by plural."""
         with self._lock:
             infos = [t.info for t in self._tables.values() if t.info.is_custom]

@@ -19,9 +19,9 @@ class MeteringConfig(AppConfig):
         self._register_dashboards()
 
         from gpuplatform.observability.metrics import register_collector
-        from metering import slo_tasks  # noqa: F401  (registers metering.evaluate_slos, deliver_alert)
-        from metering.services.slis import register
-        from metering.slo_metrics import collect
+        from metering.slos import tasks as slo_tasks  # noqa: F401  (registers metering.evaluate_slos, deliver_alert)
+        from metering.slos.metrics import collect
+        from metering.slos.slis import register
 
         register()
         register_collector("slos", collect)

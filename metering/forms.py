@@ -51,6 +51,10 @@ class CloseForm(forms.Form):
         "charged on the pool, by their card-hours.",
     )
     confirm = forms.BooleanField(label="I understand the period can never change again once closed.")
+    acknowledge_unpriced = forms.BooleanField(
+        required=False,
+        label="I acknowledge that the card-hours no rate card covers close unpriced, at no cost.",
+    )
 
 
 class ReportJobForm(forms.Form):
@@ -110,3 +114,36 @@ class CostModelForm(forms.Form):
         if "create" in self.data and not data.get("effective_from"):
             self.add_error("effective_from", "A rate card needs the hour it takes effect.")
         return data
+
+
+class RateCardEditForm(forms.Form):
+    """A card not yet in effect: its price, basis and hours; its GPU model and flavor stay."""
+
+    currency = forms.CharField(min_length=3, max_length=3, help_text="ISO 4217.")
+    price_per_ge_hour = forms.DecimalField(
+        min_value=0, max_digits=18, decimal_places=6, label="Price per GE-hour"
+    )
+    basis = forms.ChoiceField(choices=Basis.choices)
+    blend_weight = forms.DecimalField(
+        min_value=0, max_value=1, max_digits=4, decimal_places=3, required=False,
+        help_text="Blended only: the share priced on what was held (the rest on what was used).",
+    )  # fmt: skip
+    effective_from = forms.DateTimeField(help_text="A whole hour, UTC, still in the future.")
+    effective_to = forms.DateTimeField(required=False, help_text="Exclusive; empty: until further notice.")
+    note = forms.CharField(max_length=200, required=False)
+
+    def values(self) -> dict[str, Any]:
+        data = dict(self.cleaned_data)
+        data["currency"] = data["currency"].upper()
+        if data["blend_weight"] is None:
+            data.pop("blend_weight")
+        return data
+
+
+class RateCardEndForm(forms.Form):
+    effective_to = forms.DateTimeField(
+        label="Ends at", help_text="A whole hour, UTC (exclusive): the last priced hour is the one before."
+    )
+    confirm = forms.BooleanField(
+        label="I understand that hours from then on are priced by no card unless another one starts then."
+    )

@@ -7,12 +7,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from celery import shared_task
+from django.urls import reverse
 from django.utils import timezone
 
+from gpuplatform.health.heartbeats import beat
 from inventory.models import Cluster
 from metering.report_tasks import build_report_task  # noqa: F401  (registers metering.build_report)
 from metering.services.collection import meter_usage_hour, retry_incomplete_usage, usage_source_for
 from metering.services.ledger import meter_allocation_hour
+from metering.services.remeter import pending_changed_hours, remeter_changed_hours
 
 
 @shared_task(name="metering.meter_hour")
@@ -56,6 +59,12 @@ def meter_last_hour_task() -> list[str]:
         if usage_source_for(cluster_id=cluster_id)[0] is not None:
             meter_usage_hour_task.delay(str(cluster_id), hour.isoformat())
         queued.append(str(cluster_id))
+    beat(
+        "metering.usage_collection",
+        label="Usage collection (hourly)",
+        every_seconds=3600,
+        url=reverse("metering-usage"),
+    )
     return queued
 
 
@@ -66,4 +75,26 @@ def retry_incomplete_usage_task() -> list[str]:
     for cluster_id, hour in retry_incomplete_usage():
         meter_usage_hour_task.delay(str(cluster_id), hour.isoformat())
         queued.append(f"{cluster_id}@{hour.isoformat()}")
+    return queued
+
+
+@shared_task(name="metering.remeter_changed_hours")
+def remeter_changed_hours_task(change_id: int) -> dict[str, Any]:
+    """Meter again the metered hours of one recorded allocation change (inventory.ChangedHours), by id;
+    idempotent: a change already handled is skipped, and an hour metered again books only what differs."""
+    done = remeter_changed_hours(change_id=int(change_id))
+    return {
+        "change": done.change_id,
+        "hours": done.hours,
+        "adjustments": done.adjustments,
+        "skipped": done.skipped,
+    }
+
+
+@shared_task(name="metering.remeter_late_changes")
+def remeter_late_changes_task() -> list[int]:
+    """Beat entry: queue every allocation change the sync learnt of late, one task per change."""
+    queued = pending_changed_hours()
+    for change_id in queued:
+        remeter_changed_hours_task.delay(change_id)
     return queued

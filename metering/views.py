@@ -5,6 +5,7 @@ costs. Every query goes through visible_to(); every change through one service (
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -18,9 +19,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from gpuplatform.errors import DomainError
+from gpuplatform.input_warnings import InputWarning, confirmed
 from gpuplatform.ui.auth import current_user
 from metering.api.usage_buckets import bucketed
-from metering.forms import CloseForm, RateCardForm, ReportJobForm
+from metering.forms import CloseForm, RateCardEditForm, RateCardEndForm, RateCardForm, ReportJobForm
 from metering.models import (
     BillingPeriod,
     ExportFormat,
@@ -37,6 +39,7 @@ from metering.services import periods as period_services
 from metering.services import rates as rate_services
 from metering.services import report_jobs as job_services
 from metering.services.periods import month_of
+from metering.services.reports import unpriced_card_hours_of
 
 PALETTE = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#f0e442", "#999999"]
 PAGE = 25
@@ -108,10 +111,16 @@ def rate_cards(request: HttpRequest) -> HttpResponse:
     user = current_user(request)
     may_price = user.sees_all_tenants
     form = RateCardForm(request.POST or None, user=user)
+    warnings: list[InputWarning] = []
     if request.method == "POST":
         if not may_price:
             raise Http404("No such page")
-        if form.is_valid():
+        if form.is_valid() and not confirmed(request.POST):
+            data = dict(form.cleaned_data)
+            warnings = rate_services.rate_card_warnings(
+                gpu_model=data["gpu_model"], currency=data["currency"]
+            )
+        if form.is_valid() and not warnings:
             data = dict(form.cleaned_data)
             try:
                 card = rate_services.create_rate_card(
@@ -140,14 +149,97 @@ def rate_cards(request: HttpRequest) -> HttpResponse:
     if model:
         cards = cards.filter(gpu_model=model)
     page = Paginator(cards, PAGE).get_page(request.GET.get("page"))
+    now = timezone.now()
+    rows = [
+        {
+            "card": card,
+            "pending": card.effective_from > now,  # not in effect yet: may still be edited
+            "ended": card.effective_to is not None and card.effective_to <= now,
+        }
+        for card in page
+    ]
     context = {
         "page": page,
+        "rows": rows,
         "form": form,
         "may_price": may_price,
         "model": model,
         "query": f"model={model}" if model else "",
+        "warnings": warnings,
     }
     return render(request, "metering/rate_cards.html", context, status=400 if form.errors else 200)
+
+
+def _priced_card(request: HttpRequest, card_id: str) -> tuple[Any, RateCard]:
+    """The card, for finance and platform-admins only (anyone else: a 404, as the page is not theirs)."""
+    user = current_user(request)
+    if not rate_services.may_price(user):
+        raise Http404("No such page")
+    return user, get_object_or_404(RateCard.objects.visible_to(user).select_related("flavor"), pk=card_id)
+
+
+@login_required
+def rate_card_edit(request: HttpRequest, card_id: str) -> HttpResponse:
+    """Change a card before it takes effect; one in effect is shown with the way to end it instead."""
+    user, card = _priced_card(request, card_id)
+    in_effect = card.effective_from <= timezone.now()
+    initial = {
+        name: getattr(card, name)
+        for name in (
+            "currency",
+            "price_per_ge_hour",
+            "basis",
+            "blend_weight",
+            "effective_from",
+            "effective_to",
+            "note",
+        )
+    }
+    form = RateCardEditForm(request.POST or None, initial=initial)
+    warnings: list[InputWarning] = []
+    if request.method == "POST" and not in_effect and form.is_valid():
+        if not confirmed(request.POST):
+            warnings = rate_services.rate_card_warnings(
+                gpu_model=card.gpu_model, currency=form.values()["currency"], other_than=card.pk
+            )
+        if not warnings:
+            try:
+                card = rate_services.update_rate_card(actor=user, rate_card_id=card.pk, **form.values())
+            except DomainError as exc:
+                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            else:
+                messages.success(request, f"Saved the rate card {card}.")
+                return redirect("metering-rate-cards")
+    context = {"card": card, "form": form, "in_effect": in_effect, "warnings": warnings}
+    return render(request, "metering/rate_card_edit.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+def rate_card_end(request: HttpRequest, card_id: str) -> HttpResponse:
+    """End a card at a whole hour, after a confirmation that says what happens to the hours after."""
+    user, card = _priced_card(request, card_id)
+    now = timezone.now()
+    next_hour = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    suggested = max(next_hour, card.effective_from + timedelta(hours=1))
+    form = RateCardEndForm(request.POST or None, initial={"effective_to": card.effective_to or suggested})
+    if request.method == "POST" and form.is_valid():
+        try:
+            card = rate_services.end_rate_card(
+                actor=user, rate_card_id=card.pk, effective_to=form.cleaned_data["effective_to"]
+            )
+        except DomainError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        else:
+            messages.success(request, f"Ended the rate card {card}.")
+            return redirect("metering-rate-cards")
+    following = (
+        RateCard.objects.filter(gpu_model=card.gpu_model, effective_from__gt=card.effective_from)
+        .filter(Q(flavor__isnull=True) if card.flavor_id is None else Q(flavor_id=card.flavor_id))
+        .order_by("effective_from")
+        .first()
+    )
+    context = {"card": card, "form": form, "following": following}
+    return render(request, "metering/rate_card_end.html", context, status=400 if form.errors else 200)
 
 
 @login_required
@@ -190,6 +282,7 @@ def period_detail(request: HttpRequest, period_id: str) -> HttpResponse:
         lines = lines.filter(kind=kind)
     page = Paginator(lines, 50).get_page(request.GET.get("page"))
     jobs = ReportJob.objects.filter(period=period).prefetch_related("files").order_by("-created_at")[:10]
+    over = timezone.now() >= period.ends_at
     context = {
         "period": period,
         "summary": period.summary or {},
@@ -199,9 +292,16 @@ def period_detail(request: HttpRequest, period_id: str) -> HttpResponse:
         "jobs": jobs,
         "close_form": CloseForm(),
         "job_form": ReportJobForm(),
-        "over": timezone.now() >= period.ends_at,
+        "over": over,
+        # What closing now would freeze unpriced: worked out live for a month that can be closed.
+        "unpriced": _unpriced_text(period) if over and period.state != "closed" else "",
     }
     return render(request, "metering/period.html", context)
+
+
+def _unpriced_text(period: BillingPeriod) -> str:
+    hours = unpriced_card_hours_of(period=period)
+    return f"{hours.normalize():f}" if hours else ""
 
 
 @login_required
@@ -214,7 +314,12 @@ def period_close(request: HttpRequest, period_id: str) -> HttpResponse:
         messages.error(request, "Tick the confirmation to close the period: it cannot be undone.")
         return redirect("metering-period", period_id=period.pk)
     try:
-        period_services.close_billing_period(actor=user, period_id=period.pk, idle=form.cleaned_data["idle"])
+        period_services.close_billing_period(
+            actor=user,
+            period_id=period.pk,
+            idle=form.cleaned_data["idle"],
+            acknowledge_unpriced=form.cleaned_data["acknowledge_unpriced"],
+        )
     except DomainError as exc:
         messages.error(request, exc.message)
     else:

@@ -40,6 +40,17 @@ def geometry_text(geometry: dict[str, Any]) -> str:
 
 
 class SharingPolicyForm(forms.Form):
+    # Which fields each group shows, and for which modes; the page hides the other groups (with
+    # JavaScript: without it every group shows, each saying which modes read it).
+    MODE_FIELDS = [
+        ("Time-slicing and MPS", "time-slicing mps", ["replicas"]),
+        ("Time-slicing", "time-slicing", ["fail_requests_greater_than_one"]),
+        ("MPS", "mps", ["memory_limit_mib"]),
+        ("MIG", "mig", ["mig_strategy", "geometry"]),
+        ("HAMi", "hami", ["split_count", "memory_scaling", "core_policy"]),
+        ("Resource name", "exclusive time-slicing mps mig hami", ["resource_name"]),
+    ]
+
     mode = forms.ChoiceField(choices=[(m.value, m.value) for m in SharingMode])
     replicas = forms.IntegerField(required=False, help_text="time-slicing and MPS: shares per card (>= 2)")
     fail_requests_greater_than_one = forms.BooleanField(

@@ -5,7 +5,10 @@ from __future__ import annotations
 import uuid
 
 from celery import shared_task
+from django.conf import settings
+from django.urls import reverse
 
+from gpuplatform.health.heartbeats import beat
 from policies.models import Rollout, RolloutState
 from policies.services import delivery, rollouts
 from policies.services.admission import APPLY_TASK, run_admission_apply
@@ -23,12 +26,25 @@ def advance_running_rollouts_task() -> int:
     ids = list(Rollout.objects.filter(state=RolloutState.RUNNING).values_list("pk", flat=True))
     for rollout_id in ids:
         advance_rollout_task.delay(str(rollout_id))
+    beat(
+        "policies.rollout_driver",
+        label="Rollout driver",
+        every_seconds=settings.ROLLOUT_ADVANCE_SECONDS,
+        url=reverse("policy-rollouts"),
+    )
     return len(ids)
 
 
 @shared_task(name="policies.mark_offline_nodes")
 def mark_offline_nodes_task() -> int:
-    return delivery.mark_offline_nodes()
+    marked = delivery.mark_offline_nodes()
+    beat(
+        "policies.offline_agents",
+        label="Silent-agent check",
+        every_seconds=settings.OFFLINE_AGENTS_SECONDS,
+        url=reverse("policies"),
+    )
+    return marked
 
 
 @shared_task(name=APPLY_TASK)

@@ -13,6 +13,19 @@ class QuotasConfig(AppConfig):
 
         tenant_state_changed.connect(on_tenant_state_changed, dispatch_uid="quotas-withdraw-suspended")
 
+        # The Kueue apply follows every change to what it compiles (quotas/kueue_apply/triggers.py).
+        from django.db.models.signals import post_delete, post_save
+
+        from inventory.ports import enforcement_backend_changed
+        from quotas.kueue_apply.triggers import on_catalogue_changed, on_enforcement_backend_changed
+        from quotas.models import Flavor, PriorityClass, Queue, Quota
+        from tenants.models import Tenant, TenantNamespace
+
+        for model in (Flavor, Quota, Queue, PriorityClass, Tenant, TenantNamespace):
+            for signal in (post_save, post_delete):
+                signal.connect(on_catalogue_changed, sender=model, dispatch_uid=f"kueue-{model.__name__}")
+        enforcement_backend_changed.connect(on_enforcement_backend_changed, dispatch_uid="kueue-switch")
+
         from gpuplatform.observability.metrics import register_collector
         from quotas.metrics import collect
 
@@ -33,3 +46,16 @@ class QuotasConfig(AppConfig):
         from quotas.attention import attention
 
         register_attention(name="quotas", source=attention)
+
+        from gpuplatform.audit.naming import by_field, register_names
+        from quotas.models import Flavor, PriorityClass, Queue
+        from quotas.selectors import request_names
+
+        register_names(object_type="quotas.capacityrequest", names=request_names, fields=("request",))
+        register_names(object_type="quotas.flavor", names=by_field(Flavor, "name"), fields=("flavor",))
+        register_names(
+            object_type="quotas.priorityclass",
+            names=by_field(PriorityClass, "name"),
+            fields=("priority_class",),
+        )
+        register_names(object_type="quotas.queue", names=by_field(Queue, "name"), fields=("queue",))

@@ -187,7 +187,10 @@ class BudgetForm(CatalogueForm):
     limit_ge_hours = forms.DecimalField(
         min_value=Decimal(0), max_digits=14, decimal_places=3, label="Limit (GE-hours a month)"
     )
-    hard = forms.BooleanField(required=False, initial=True, help_text="Hard: refuse requests past it.")
+    # Not ticked by default: a hard budget refuses work, which someone should choose on purpose.
+    hard = forms.BooleanField(
+        required=False, initial=False, help_text="Hard: refuse requests past it. Soft: warn only."
+    )
 
     def scope_choices(self) -> None:
         flavor = self.fields["flavor"]

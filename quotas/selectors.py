@@ -10,6 +10,7 @@ from fractions import Fraction
 from typing import Any
 
 from inventory.capacity import cached_pool_card_capacity
+from inventory.domain.gpu_models import resolve_gpu_model
 from inventory.selectors import cached_pool_resource_capacity
 from quotas.models import Budget, CapacityRequest, Flavor, FlavorKind, Queue, Quota
 from quotas.models.requests import HOLDING
@@ -154,7 +155,9 @@ def oversubscription() -> list[dict[str, Any]]:
     for f in flavors:
         ge_per_unit = f.ge_per_unit()
         models_cards = cards.get(f.pool_id, {}) if f.pool_id else {}
-        flavor_cards = models_cards.get(f.gpu_model, 0) if f.gpu_model else sum(models_cards.values())
+        flavor_cards = (
+            _cards_of_model(models_cards, f.gpu_model) if f.gpu_model else sum(models_cards.values())
+        )
         for r in f.resource_names:
             physical = capacity.get(f.pool_id, {}).get(r, 0) if f.pool_id else 0
             total = nominal[(f.pk, r)]
@@ -173,6 +176,14 @@ def oversubscription() -> list[dict[str, Any]]:
                 }
             )
     return rows
+
+
+def _cards_of_model(cards_by_model: dict[str, int], gpu_model: str) -> int:
+    """Cards of a flavor's GPU model. A flavor names its model as an admin typed it, often the GFD
+    product label ("NVIDIA-H100-80GB-HBM3", as the demo does), while cards are counted under the
+    catalog's key ("H100-80GB"): both sides are resolved to one key before they are compared."""
+    wanted = resolve_gpu_model(product=gpu_model).key
+    return sum(n for key, n in cards_by_model.items() if resolve_gpu_model(product=key).key == wanted)
 
 
 @dataclass(frozen=True)
@@ -282,3 +293,17 @@ def preemption_words(queue: Queue) -> str:
         f" and {preempt} the first it must preempt on"
     )
     return f"{own}; {reclaim}{borrowing}{flavors}."
+
+
+TIMES = "\u00d7"
+
+
+def request_names(ids: list[str]) -> dict[str, str]:
+    """Requests as the audit log names them: "vision: 2 x nvidia.com/gpu on h100"."""
+    rows = CapacityRequest.objects.filter(pk__in=ids).values_list(
+        "pk", "tenant__slug", "amounts", "flavor__name"
+    )
+    return {
+        str(pk): f"{tenant}: {', '.join(f'{v} {TIMES} {k}' for k, v in amounts.items())} on {flavor}"
+        for pk, tenant, amounts, flavor in rows
+    }

@@ -6,6 +6,9 @@ from typing import Any
 
 from celery import shared_task
 
+from inventory.models import Cluster, EnforcementBackend
+from quotas.kueue_apply.service import apply_kueue
+from quotas.kueue_apply.triggers import queue_kueue_apply
 from quotas.materialise import materialise_request
 from quotas.runner.loop import run_admission_loop
 
@@ -35,3 +38,24 @@ def materialise_requests_task(request_ids: list[str]) -> dict[str, Any]:
 def run_admission_loop_task() -> dict[str, Any]:
     """Expire ended requests and decide every cohort with pending requests again."""
     return run_admission_loop()
+
+
+@shared_task(name="quotas.apply_kueue")
+def apply_kueue_task(cluster_id: str) -> dict[str, Any]:
+    """Make one cluster's Kueue objects what the catalogue compiles to (or remove ours from a
+    resourcequota cluster); safe to run twice."""
+    return apply_kueue(cluster_id=cluster_id)
+
+
+@shared_task(name="quotas.reconcile_kueue_clusters")
+def reconcile_kueue_clusters_task() -> list[str]:
+    """Queue the apply of every kueue cluster: drift made by hand is repaired within a period."""
+    ids = [
+        str(pk)
+        for pk in Cluster.objects.filter(enforcement_backend=EnforcementBackend.KUEUE).values_list(
+            "pk", flat=True
+        )
+    ]
+    for cluster_id in ids:
+        queue_kueue_apply(cluster_id=cluster_id)
+    return ids

@@ -38,4 +38,5 @@ def tenant_context(user: User, tenant: Tenant) -> dict[str, Any]:
         "requests": requests[:REQUESTS_SHOWN],
         "requests_more": len(requests) > REQUESTS_SHOWN,
         "sets_quotas": scoping.can_manage_strictly_below(user, tenant),
+        "onboards": scoping.can_manage(user, tenant),
     }

@@ -13,3 +13,10 @@ class TenantsConfig(AppConfig):
         from tenants.sso import checks  # noqa: F401 - registers the single sign-on checks
 
         register_panel(name="tenants", template=TEMPLATE, context=overview_context, order=10)
+
+        from gpuplatform.audit.naming import by_field, register_names
+        from tenants.models import Tenant
+
+        register_names(
+            object_type="tenants.tenant", names=by_field(Tenant, "slug"), fields=("tenant", "tenant_id")
+        )

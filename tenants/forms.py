@@ -25,18 +25,23 @@ class TenantForm(forms.Form):
             self.fields["parent"].queryset = parent_choices  # type: ignore[attr-defined]
 
     def clean_namespaces(self) -> list[tuple[str, str]]:
-        pairs: list[tuple[str, str]] = []
-        for line in self.cleaned_data["namespaces"].splitlines():
-            line = line.strip()
-            if not line:
-                continue
-            cluster, _, namespace = line.rpartition("/")
-            try:
-                dns_label(namespace)
-            except forms.ValidationError as exc:
-                raise forms.ValidationError(f"{line!r}: {exc.messages[0]}") from exc
-            pairs.append((cluster, namespace))
-        return pairs
+        return parse_namespaces(self.cleaned_data["namespaces"])
+
+
+def parse_namespaces(text: str) -> list[tuple[str, str]]:
+    """Lines of 'namespace' or 'cluster/namespace' as (cluster, namespace) pairs, '' for every cluster."""
+    pairs: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        cluster, _, namespace = line.rpartition("/")
+        try:
+            dns_label(namespace)
+        except forms.ValidationError as exc:
+            raise forms.ValidationError(f"{line!r}: {exc.messages[0]}") from exc
+        pairs.append((cluster, namespace))
+    return pairs
 
 
 class MembershipForm(forms.Form):

@@ -108,10 +108,13 @@ def problem_response(
     errors: list[dict[str, str]] | None = None,
     headers: dict[str, str] | None = None,
     instance: str = "",
+    members: dict[str, Any] | None = None,
 ) -> Response:
     body = problem_body(status_code=status_code, code=code, title=title, detail=detail, instance=instance)
     if errors:
         body["errors"] = errors
+    # Extension members (RFC 9457 §3.2), e.g. the parameters a list accepts.
+    body.update(members or {})
     return Response(body, status=status_code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
 
 
@@ -138,6 +141,7 @@ def _problem_for(exc: Exception, context: dict[str, Any]) -> Response | None:
             detail=exc.message,
             errors=errors,
             instance=instance,
+            members=getattr(exc, "members", None),
         )
     if isinstance(exc, IntegrityError):
         # A database constraint caught what the service checks missed (a race): a conflict, not a 500.

@@ -31,6 +31,8 @@ def scoped(queryset: QuerySet[Any], user: User) -> QuerySet[Any]:
 
 class ScopedViewSet(viewsets.GenericViewSet[Any]):
     queryset: QuerySet[Any]
+    # Query parameters the list reads itself, beyond its filters and pager (api.filters refuses others).
+    list_params: tuple[str, ...] = ()
 
     def get_queryset(self) -> QuerySet[Any]:
         return scoped(self.queryset.all(), self.request.user)  # type: ignore[arg-type]

@@ -57,6 +57,12 @@ def record_event(
     )
 
 
+# System bookkeeping: events a background loop writes as routine (late usage booked as adjustments).
+# Kept in the log, but left out of "Recent changes" and of /audit/ unless asked for, so that the
+# people's changes are not buried under them.
+BOOKKEEPING_ACTIONS = frozenset({"usage.adjustment_booked"})
+
+
 # Events about attempts that changed nothing: refusals, denials, logins. Kept apart from changes so
 # the log can be read either way, and so "a refused request changes nothing" stays checkable.
 ATTEMPT_ACTIONS = frozenset(

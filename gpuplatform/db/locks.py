@@ -33,6 +33,9 @@ class LockSpace(enum.IntEnum):
     # Policies: one admission-policy apply per cluster, so an older apply's prune never deletes what
     # a newer one has just applied (policies/services/admission.py).
     ADMISSION_APPLY = 50_512
+    # Quotas: one apply of the compiled Kueue objects per cluster, so an older apply's prune never
+    # deletes what a newer one has just applied (quotas/kueue_apply/).
+    KUEUE_APPLY = 50_521
 
 
 def _require_transaction() -> bool:

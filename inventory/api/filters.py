@@ -7,7 +7,16 @@ import django_filters
 from django.db.models import Q, QuerySet
 
 from gpuplatform.api.filters import FilterSet
-from inventory.models import Allocation, Gpu, HolderKind, Node, NodePool, ResourceClaim
+from inventory.models import (
+    Allocation,
+    Gpu,
+    HolderKind,
+    Node,
+    NodePool,
+    ResourceClaim,
+    Workload,
+    WorkloadState,
+)
 
 
 class NodePoolFilter(FilterSet):
@@ -86,3 +95,20 @@ class AllocationFilter(FilterSet):
 
     def filter_until(self, queryset: QuerySet[Any], name: str, value: datetime) -> QuerySet[Any]:
         return queryset.filter(started_at__lt=value)
+
+
+class WorkloadFilter(FilterSet):
+    cluster = django_filters.CharFilter(field_name="cluster__name")
+    tenant = django_filters.CharFilter(method="filter_tenant", label="Tenant slug, or 'unattributed'")
+    namespace = django_filters.CharFilter()
+    state = django_filters.ChoiceFilter(choices=WorkloadState.choices)
+    present = django_filters.BooleanFilter()
+
+    class Meta:
+        model = Workload
+        fields = ["cluster", "tenant", "namespace", "state", "present"]
+
+    def filter_tenant(self, queryset: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
+        if value == "unattributed":
+            return queryset.filter(tenant__isnull=True)
+        return queryset.filter(tenant__slug=value)

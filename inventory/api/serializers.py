@@ -8,7 +8,17 @@ from rest_framework import serializers
 
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from inventory.capacity import ModelCapacity
-from inventory.models import Allocation, Cluster, Gpu, Node, NodePool, ResourceClaim, SyncState
+from inventory.models import (
+    Allocation,
+    Cluster,
+    EnforcementBackend,
+    Gpu,
+    Node,
+    NodePool,
+    ResourceClaim,
+    SyncState,
+    Workload,
+)
 from tenants.models import dns_label
 
 
@@ -49,6 +59,7 @@ class ClusterSerializer(StrictModelSerializer):
             "api_endpoint",
             "in_cluster",
             "pool_label",
+            "enforcement_backend",
             "kubeconfig",
             "sync_states",
             "parse_issue_count",
@@ -73,6 +84,7 @@ class ClusterUpdateSerializer(StrictSerializer):
     kubeconfig = serializers.CharField(required=False, max_length=200_000)
     in_cluster = serializers.BooleanField(required=False)
     pool_label = serializers.CharField(required=False, max_length=253)
+    enforcement_backend = serializers.ChoiceField(choices=EnforcementBackend.choices, required=False)
 
 
 def _ge() -> serializers.DecimalField:
@@ -289,4 +301,41 @@ class AllocationSerializer(serializers.ModelSerializer[Allocation]):
             "started_at",
             "ended_at",
             "end_reason",
+        ]
+
+
+class WorkloadSerializer(serializers.ModelSerializer[Workload]):
+    """A Kueue Workload as the tenant sees it: ``explanation`` says where it stands in plain words;
+    ``reason`` and ``message`` are Kueue's own. ``tenant`` null: unattributed (its LocalQueue is not
+    one gpuplatform manages)."""
+
+    cluster = serializers.CharField(source="cluster.name")
+    tenant = serializers.CharField(source="tenant.slug", default=None)
+
+    class Meta:
+        model = Workload
+        fields = [
+            "id",
+            "cluster",
+            "tenant",
+            "namespace",
+            "name",
+            "queue_name",
+            "cluster_queue",
+            "priority_class",
+            "priority",
+            "max_execution_seconds",
+            "active",
+            "pod_sets",
+            "flavors",
+            "state",
+            "reason",
+            "message",
+            "explanation",
+            "admission_checks",
+            "conditions",
+            "created_in_cluster",
+            "present",
+            "gone_at",
+            "updated_at",
         ]

@@ -21,9 +21,19 @@ from inventory.api.serializers import (
     NodePoolSerializer,
     NodeSerializer,
     ResourceClaimSerializer,
+    WorkloadSerializer,
 )
 from inventory.capacity import pool_model_capacity
-from inventory.models import Allocation, Cluster, Gpu, Node, NodePool, ResourceClaim
+from inventory.models import (
+    Allocation,
+    Cluster,
+    EnforcementBackend,
+    Gpu,
+    Node,
+    NodePool,
+    ResourceClaim,
+    Workload,
+)
 
 ReadOnly = (mixins.ListModelMixin, mixins.RetrieveModelMixin)
 
@@ -58,6 +68,7 @@ class ClusterViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
             kubeconfig=data.get("kubeconfig", ""),
             in_cluster=data.get("in_cluster", False),
             pool_label=data.get("pool_label", ""),
+            enforcement_backend=data.get("enforcement_backend", EnforcementBackend.RESOURCEQUOTA),
         )
         return self._respond(cluster, status.HTTP_201_CREATED)
 
@@ -165,6 +176,7 @@ class FragmentationViewSet(mixins.ListModelMixin, ScopedViewSet):
     queryset = NodePool.objects.select_related("cluster")
     serializer_class = FragmentationSerializer
     filterset_class = filters.NodePoolFilter
+    list_params = ("demand",)
 
     @extend_schema(
         parameters=[
@@ -183,3 +195,12 @@ class FragmentationViewSet(mixins.ListModelMixin, ScopedViewSet):
             for pool in page
         ]
         return self.get_paginated_response(results)
+
+
+class WorkloadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """Kueue Workloads synced from kueue clusters, newest first; a tenant sees its subtree's,
+    platform staff also the unattributed ones. Filter by tenant (slug or 'unattributed'), state."""
+
+    queryset = Workload.objects.select_related("cluster", "tenant")
+    serializer_class = WorkloadSerializer
+    filterset_class = filters.WorkloadFilter

@@ -157,14 +157,42 @@ def _placeable(model: GpuModel, occupancy: Occupancy) -> tuple[PlaceableProfile,
 
 
 def first_fit_layout(*, model: GpuModel, profiles: Iterable[str]) -> tuple[PlacedInstance, ...]:
-    """First-fit placement of a card's instances, largest first: the layout mig-parted creates for the
-    same profiles. Device-plugin labels give counts, not placements, so pages and fragmentation place
-    them this way; a profile that no longer fits (or is unknown) is left out."""
-    placed: list[PlacedInstance] = []
-    known = [p for p in (model.mig_profile(name) for name in profiles) if p is not None]
-    for profile in sorted(known, key=lambda p: -p.memory_slices):
+    """A layout of a card's instances, largest first, each at the first start that still lets the rest
+    fit: the layout mig-parted and the driver create for the same profiles. Device-plugin labels give
+    counts, not placements, so pages and fragmentation place them this way.
+
+    Plain first fit strands slices: H100 all-balanced (3g.40gb, 2g.20gb, 2 x 1g.10gb) puts 3g.40gb on
+    0-3 and 2g.20gb on 4-5, and the second 1g.10gb finds only slice 7, where no 1g may start; the
+    driver puts 2g.20gb on 0-1, the 1g.10gb on 2 and 3 and 3g.40gb on 4-7 (realworld/nvidia-smi-mig.txt,
+    DCGM#138). So a start that leaves the rest unplaceable is given up for the next one. When no
+    layout holds them all, the one placing the most (the earliest found) is returned, and what it
+    leaves out did not fit. A card holds at most 7 instances over 8 slices: the search is tiny."""
+    known = sorted(
+        (p for p in (model.mig_profile(name) for name in profiles) if p is not None),
+        key=lambda p: -p.memory_slices,
+    )
+    best: list[PlacedInstance] = []
+
+    def search(i: int, placed: list[PlacedInstance]) -> bool:
+        nonlocal best
+        if len(placed) > len(best):
+            best = list(placed)
+        if len(best) == len(known):
+            return True
+        if i == len(known) or len(placed) + len(known) - i <= len(best):
+            return False  # even placing every one left would not beat the best so far
+        profile = known[i]
         occupancy, _ = occupancy_of(model=model, instances=placed)
-        starts = placeable_starts(model=model, occupancy=occupancy, profile=profile)
-        if starts:
-            placed.append(PlacedInstance(profile=profile.name, start=starts[0], in_use=False))
-    return tuple(placed)
+        # Instances of one profile are interchangeable: place them at rising starts, once each way.
+        floor = placed[-1].start if placed and placed[-1].profile == profile.name else -1
+        for start in placeable_starts(model=model, occupancy=occupancy, profile=profile):
+            if start <= floor:
+                continue
+            placed.append(PlacedInstance(profile=profile.name, start=start, in_use=False))
+            if search(i + 1, placed):
+                return True
+            placed.pop()
+        return search(i + 1, placed)  # leave this one out: it does not fit beside the others
+
+    search(0, [])
+    return tuple(best)

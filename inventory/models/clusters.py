@@ -13,6 +13,15 @@ from tenants.models import dns_label
 DEFAULT_POOL_LABEL = "nvidia.com/gpu.product"
 
 
+SYNC_HEARTBEAT_PREFIX = "inventory.sync:"
+
+
+def sync_heartbeat_name(cluster_id: object, kind: str = "") -> str:
+    """The heartbeat of one kind of a cluster's sync (gpuplatform/health); with no kind, the prefix
+    of all of the cluster's."""
+    return f"{SYNC_HEARTBEAT_PREFIX}{cluster_id}:{kind}"
+
+
 class SyncKind(models.TextChoices):
     # Listed in the order a cold sync walks them: units before the holders that point at them.
     DEVICE_CLASSES = "deviceclasses", "DeviceClasses"
@@ -20,11 +29,21 @@ class SyncKind(models.TextChoices):
     RESOURCE_SLICES = "resourceslices", "ResourceSlices"
     RESOURCE_CLAIMS = "resourceclaims", "ResourceClaims"
     PODS = "pods", "Pods"
+    # Kueue's Workloads, synced only from clusters that enforce through Kueue.
+    WORKLOADS = "workloads", "Workloads"
+
+
+class EnforcementBackend(models.TextChoices):
+    """How the cluster is made to hold tenants to what they were granted (DESIGN §5.3); quotas fills
+    each one behind its enforcement port (quotas/enforcement/)."""
+
+    RESOURCEQUOTA = "resourcequota", "ResourceQuota per tenant namespace"
+    KUEUE = "kueue", "Kueue (quota tree compiled into its objects)"
 
 
 class Cluster(models.Model):
-    """A Kubernetes cluster: where to reach it (kubeconfig encrypted at rest, or in-cluster) and
-    which node label groups nodes into pools."""
+    """A Kubernetes cluster: where to reach it (kubeconfig encrypted at rest, or in-cluster), which
+    node label groups nodes into pools, and which enforcement backend holds tenants to their grants."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=63, unique=True, validators=[dns_label])
@@ -32,6 +51,9 @@ class Cluster(models.Model):
     kubeconfig_encrypted = models.TextField(blank=True, editable=False)
     in_cluster = models.BooleanField(default=False)
     pool_label = models.CharField(max_length=253, default=DEFAULT_POOL_LABEL)
+    enforcement_backend = models.CharField(
+        max_length=16, choices=EnforcementBackend.choices, default=EnforcementBackend.RESOURCEQUOTA
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
     # Full resync: when it last ran and how many rows it had to repair (0 = the watch kept up).
@@ -103,3 +125,36 @@ class ParseIssueCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.code} x{self.count}"
+
+
+class KueueApplyState(models.Model):
+    """What the last apply of the compiled Kueue objects did to a cluster (quotas/kueue_apply/),
+    shown on the cluster page. ``backend_applied`` is the backend whose objects gpuplatform last
+    left on the cluster, so a switch knows what to remove (ResourceQuotas, or Kueue's objects)."""
+
+    cluster = models.OneToOneField(
+        Cluster, on_delete=models.CASCADE, primary_key=True, related_name="kueue_state"
+    )
+    backend_applied = models.CharField(max_length=16, blank=True)
+    attempted_at = models.DateTimeField(null=True, blank=True)
+    applied_at = models.DateTimeField(null=True, blank=True)
+    applied = models.JSONField(default=list)  # "Kind/name" (LocalQueues "LocalQueue/ns/name")
+    removed = models.JSONField(default=list)
+    # The compiler refused the catalogue (every reason): nothing of that attempt was applied.
+    problems = models.JSONField(default=list)
+    notes = models.JSONField(default=list)
+    # The cluster refused or could not be reached; the next run retries.
+    error = models.TextField(blank=True)
+    # Fields of ours found changed by hand on the last apply, and put back by it:
+    # [{"object": "ClusterQueue/vision", "fields": [{"path", "live", "wanted"}]}]
+    drift = models.JSONField(default=list)
+    drift_repaired_at = models.DateTimeField(null=True, blank=True)
+
+    objects = PlatformOnlyQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"kueue apply state of {self.cluster_id}"
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems and not self.error

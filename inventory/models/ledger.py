@@ -8,7 +8,7 @@ from django.db import models
 from django.utils import timezone
 
 from inventory.models.fleet import GE_DIGITS, GE_PLACES
-from inventory.scoping import AllocationQuerySet, TenantHeldQuerySet
+from inventory.scoping import AllocationQuerySet, PlatformOnlyQuerySet, TenantHeldQuerySet
 
 
 class HolderKind(models.TextChoices):
@@ -123,3 +123,30 @@ class Allocation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.holder_kind} {self.namespace}/{self.holder_name} {self.unit_key}"
+
+
+class ChangedHours(models.Model):
+    """Hours already over whose allocations changed after the fact: the sync learnt of a holding that
+    started, or ended, before the current hour began. Metering (above the inventory) reads these and
+    meters again the hours it had metered; the inventory only says which hours moved, from
+    ``first_hour`` up to (not including) ``end_hour``."""
+
+    cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="+")
+    first_hour = models.DateTimeField()
+    end_hour = models.DateTimeField()
+    recorded_at = models.DateTimeField(default=timezone.now)
+    done_at = models.DateTimeField(null=True, blank=True)  # set by whoever metered the hours again
+
+    objects = PlatformOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(end_hour__gt=models.F("first_hour")), name="changed_hours_not_empty"
+            )
+        ]
+        indexes = [models.Index(fields=["done_at", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.cluster_id} {self.first_hour:%Y-%m-%dT%H}..{self.end_hour:%Y-%m-%dT%H}"

@@ -7,13 +7,13 @@ from typing import Any
 
 from inventory.domain.raw_fields import dig
 from inventory.models import HolderKind, ResourceClaim, ResourceSlice, SyncKind
-from inventory.sync import dra, nodes, pods
+from inventory.sync import dra, nodes, pods, workloads
 from inventory.sync.context import SyncContext
 from inventory.sync.ledger import open_holder_uids
 
 
 def _key(kind: str, obj: dict[str, Any]) -> str:
-    field_name = "uid" if kind in (SyncKind.PODS, SyncKind.RESOURCE_CLAIMS) else "name"
+    field_name = "uid" if kind in (SyncKind.PODS, SyncKind.RESOURCE_CLAIMS, SyncKind.WORKLOADS) else "name"
     return str(dig(obj, "metadata", field_name) or "")
 
 
@@ -34,6 +34,8 @@ def apply_upserts(ctx: SyncContext, kind: str, objects: list[dict[str, Any]], *,
         return pods.apply_pods(ctx, objects, reason=reason, listing=listing)[0]
     if kind == SyncKind.DEVICE_CLASSES:
         return dra.apply_device_classes(ctx, objects)
+    if kind == SyncKind.WORKLOADS:
+        return workloads.apply_workloads(ctx, objects)
     if kind == SyncKind.RESOURCE_SLICES:
         return dra.apply_slices(ctx, objects)
     return dra.apply_claims(ctx, objects, reason=reason, listing=listing)[0]
@@ -49,6 +51,8 @@ def apply_deletes(ctx: SyncContext, kind: str, objects: list[dict[str, Any]]) ->
         return pods.delete_pods(ctx, objects)
     if kind == SyncKind.DEVICE_CLASSES:
         return dra.delete_device_classes(ctx, keys)
+    if kind == SyncKind.WORKLOADS:
+        return workloads.vanish_workloads(ctx, keys)
     if kind == SyncKind.RESOURCE_SLICES:
         return dra.delete_slices(ctx, keys)
     return dra.vanish_claims(ctx, keys, reason="deleted")
@@ -61,6 +65,8 @@ def finish_list(ctx: SyncContext, kind: str, state: ListState) -> int:
     if kind == SyncKind.PODS:
         gone = open_holder_uids(cluster=ctx.cluster, kind=HolderKind.POD) - state.seen
         return pods.delete_pods(ctx, [{"metadata": {"uid": uid}} for uid in gone])
+    if kind == SyncKind.WORKLOADS:
+        return workloads.vanish_workloads(ctx, workloads.present_workload_uids(ctx) - state.seen)
     if kind == SyncKind.DEVICE_CLASSES:
         names = set(ctx.cluster.device_classes.values_list("name", flat=True))
         return dra.delete_device_classes(ctx, names - state.seen)

@@ -3,6 +3,9 @@
 A holder's wanted rows are computed from its latest object; what is open and no longer wanted is
 closed, what is wanted and not open is opened. The partial unique index on open intervals makes a
 duplicate impossible; closing (never deleting) makes a lost interval impossible.
+
+An interval opened or closed at a time before the current hour began changes hours that are over and
+may have been metered: each such change is recorded (``ChangedHours``) for metering to meter again.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from inventory.changed_hours import mark_changed_hours
 from inventory.models import Allocation, Cluster
 from inventory.sync.bulk import insert_rows
 
@@ -96,6 +100,10 @@ def reconcile_holders(
         if key not in open_rows
     ]
     insert_rows(Allocation, opening)
+    mark_changed_hours(
+        cluster_id=cluster.pk,
+        times=[row.ended_at for row in closing if row.ended_at] + [row.started_at for row in opening],
+    )
     return len(closing) + len(opening)
 
 
@@ -117,6 +125,7 @@ def close_holders(*, cluster: Cluster, kind: str, ended: dict[str, datetime], re
             row.end_reason = reason
             closing.append(row)
     Allocation.objects.bulk_update(closing, ["ended_at", "end_reason"], batch_size=CHUNK)
+    mark_changed_hours(cluster_id=cluster.pk, times=[row.ended_at for row in closing if row.ended_at])
     return len(closing)
 
 

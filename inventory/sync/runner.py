@@ -24,13 +24,25 @@ from django.utils import timezone
 from gpuplatform.backoff import backoff_seconds
 from inventory import kube
 from inventory.cluster_access import client_for
-from inventory.models import Cluster, SyncKind, SyncState
+from inventory.models import Cluster, EnforcementBackend, SyncKind, SyncState
 from inventory.sync.context import SyncContext
 from inventory.sync.handlers import ListState, apply_deletes, apply_upserts, finish_list, observe_page
+from inventory.sync.heartbeats import beat_after_batch
 
 log = logging.getLogger(__name__)
 
-KIND_ORDER = [kind.value for kind in SyncKind]
+# Workloads last: they point at namespaces and queues, nothing points at them.
+KIND_ORDER = [kind.value for kind in SyncKind if kind != SyncKind.WORKLOADS]
+
+
+def kinds_for(cluster: Cluster) -> list[str]:
+    """What a cluster's sync lists and watches: Kueue's Workloads only where Kueue enforces (a
+    cluster without Kueue's CRDs would answer 404, and its sync identity holds no right to them)."""
+    if cluster.enforcement_backend == EnforcementBackend.KUEUE:
+        return [*KIND_ORDER, SyncKind.WORKLOADS.value]
+    return list(KIND_ORDER)
+
+
 BATCH_EVENTS = 1000
 BATCH_SECONDS = 0.25
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 30.0
@@ -53,6 +65,22 @@ def _page_commit_without_flush() -> None:
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
 
 
+@dataclass(frozen=True)
+class Relist:
+    """Queued by a watch that answered 410 Gone, in place of an event: its kind must be listed again."""
+
+
+@dataclass(frozen=True)
+class Queued:
+    """What a watch reader hands the writer: an event, a failure to show in the cluster's health, or
+    a call to re-list. ``generation`` is the reader's: a re-list starts new readers, and what the old
+    ones queued meanwhile is dropped."""
+
+    kind: str
+    generation: int
+    item: kube.WatchEvent | kube.KubeError | Relist
+
+
 @dataclass
 class SyncReport:
     changes: dict[str, int] = field(default_factory=dict)
@@ -71,8 +99,9 @@ class ClusterSync:
         self.ctx = SyncContext(cluster=cluster)
         self.versions: dict[str, str] = {}
         self.stop_event = threading.Event()
-        self._queue: queue.Queue[tuple[str, int, Any]] = queue.Queue(maxsize=50_000)
-        self._generation: dict[str, int] = dict.fromkeys(KIND_ORDER, 0)
+        self._queue: queue.Queue[Queued] = queue.Queue(maxsize=50_000)
+        self.kinds = kinds_for(cluster)
+        self._generation: dict[str, int] = dict.fromkeys(self.kinds, 0)
         self.timings: dict[str, float] = {}  # seconds of the last list per kind
 
     # --- lists -----------------------------------------------------------------------------------
@@ -112,7 +141,7 @@ class ClusterSync:
         if record_drift is None:
             record_drift = self.cluster.last_full_resync_at is not None
         report = SyncReport()
-        for kind in KIND_ORDER:
+        for kind in self.kinds:
             report.changes[kind], report.objects[kind] = self._with_retries(
                 kind, lambda k=kind: self.list_kind(k)
             )
@@ -147,15 +176,15 @@ class ClusterSync:
                 ):
                     if event.resource_version:
                         version = event.resource_version
-                    self._queue.put((kind, generation, event))
+                    self._queue.put(Queued(kind, generation, event))
                     attempt = 0
                     if self.stop_event.is_set() or self._generation[kind] != generation:
                         return
             except kube.Gone:
-                self._queue.put((kind, generation, "relist"))
+                self._queue.put(Queued(kind, generation, Relist()))
                 return
             except kube.KubeError as exc:
-                self._queue.put((kind, generation, exc))
+                self._queue.put(Queued(kind, generation, exc))
                 time.sleep(backoff_delay(attempt, retry_after=exc.retry_after))
                 attempt += 1
             finally:
@@ -175,13 +204,14 @@ class ClusterSync:
         """Cold sync, then watch until stop_event is set, resyncing every ``resync_seconds``."""
         resync = resync_seconds if resync_seconds is not None else settings.INVENTORY_RESYNC_SECONDS
         self.full_sync()
-        for kind in KIND_ORDER:
+        for kind in self.kinds:
             self._start_reader(kind)
         next_resync = time.monotonic() + resync
         while not self.stop_event.is_set():
             batch = self._next_batch()
             relist = self.apply_batch(batch)
-            for kind in KIND_ORDER:
+            beat_after_batch(self, batch)
+            for kind in self.kinds:
                 if kind in relist:
                     self._with_retries(kind, lambda k=kind: self.list_kind(k))
                     with transaction.atomic():
@@ -192,17 +222,17 @@ class ClusterSync:
             if on_batch is not None and batch:
                 on_batch(len(batch))
             if time.monotonic() >= next_resync:
-                for kind in KIND_ORDER:
+                for kind in self.kinds:
                     self._generation[kind] += 1  # readers of the old generation stop and are ignored
                 self.full_sync(record_drift=True)
-                for kind in KIND_ORDER:
+                for kind in self.kinds:
                     self._start_reader(kind)
                 next_resync = time.monotonic() + resync
-        for kind in KIND_ORDER:
+        for kind in self.kinds:
             self._generation[kind] += 1
 
-    def _next_batch(self) -> list[tuple[str, int, Any]]:
-        batch: list[tuple[str, int, Any]] = []
+    def _next_batch(self) -> list[Queued]:
+        batch: list[Queued] = []
         deadline = time.monotonic() + BATCH_SECONDS
         while len(batch) < BATCH_EVENTS:
             timeout = deadline - time.monotonic()
@@ -214,18 +244,21 @@ class ClusterSync:
                 break
         return batch
 
-    def apply_batch(self, batch: list[tuple[str, int, Any]]) -> set[str]:
+    def apply_batch(self, batch: list[Queued]) -> set[str]:
         """Apply queued events, latest state per object, kinds in order; returns kinds to re-list."""
         relist: set[str] = set()
-        latest: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {kind: {} for kind in KIND_ORDER}
+        latest: dict[str, dict[str, kube.WatchEvent]] = {kind: {} for kind in self.kinds}
+        # Holders deleted within the batch: the state they last had before, by key.
+        last_live: dict[str, dict[str, dict[str, Any]]] = {kind: {} for kind in self.kinds}
         versions: dict[str, str] = {}
-        counts: dict[str, int] = dict.fromkeys(KIND_ORDER, 0)
-        for kind, generation, item in batch:
-            if generation != self._generation[kind]:
+        counts: dict[str, int] = dict.fromkeys(self.kinds, 0)
+        for queued in batch:
+            kind, item = queued.kind, queued.item
+            if queued.generation != self._generation[kind]:
                 continue  # from a watch that a re-list has replaced
-            if item == "relist":
+            if isinstance(item, Relist):
                 relist.add(kind)
-            elif isinstance(item, Exception):
+            elif isinstance(item, kube.KubeError):
                 self._record_error(kind, item)
             elif item.type == "BOOKMARK":
                 versions[kind] = item.resource_version
@@ -237,17 +270,18 @@ class ClusterSync:
                 # an interval that began and ended between two batches is still recorded.
                 # (Holders only: their uids are never reused, unlike node or slice names.)
                 holder = kind in (SyncKind.PODS, SyncKind.RESOURCE_CLAIMS)
-                if holder and item.type == "DELETED" and previous is not None and previous[0] != "DELETED":
-                    latest[kind][key + "\0live"] = previous
-                latest[kind][key] = (item.type, item.object)
+                if holder and item.type == "DELETED" and previous is not None and previous.type != "DELETED":
+                    last_live[kind][key] = previous.object
+                latest[kind][key] = item
                 versions[kind] = item.resource_version
                 counts[kind] += 1
         with transaction.atomic():
-            for kind in KIND_ORDER:
+            for kind in self.kinds:
                 if kind in relist or not latest[kind]:
                     continue
-                live = [obj for kind_type, obj in latest[kind].values() if kind_type != "DELETED"]
-                gone = [obj for kind_type, obj in latest[kind].values() if kind_type == "DELETED"]
+                live = [e.object for e in latest[kind].values() if e.type != "DELETED"]
+                live += last_live[kind].values()
+                gone = [e.object for e in latest[kind].values() if e.type == "DELETED"]
                 if live:
                     apply_upserts(self.ctx, kind, live, listing=False)
                 if gone:

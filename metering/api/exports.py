@@ -22,7 +22,8 @@ from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
 from gpuplatform.api.viewsets import ScopedViewSet, scoped
 from gpuplatform.errors import NotFound, ValidationFailed
 from metering.chargeback.report import IDLE_MODES
-from metering.exports.focus_sql import focus_export
+from metering.exports.focus13 import select_columns
+from metering.exports.focus_sql import FOCUS_VERSIONS, focus_export
 from metering.exports.formats import csv_chunks, json_chunks
 from metering.exports.lines import export_lines
 from metering.models import BillingPeriod, ExportFormat, ReportFile, ReportJob, ReportLine
@@ -127,6 +128,10 @@ class ReportExportView(APIView):
         parameters=[
             OpenApiParameter("as", str, enum=list(EXPORT_FORMATS)),
             OpenApiParameter("period", str, description="billing period label, e.g. 2025-03"),
+            OpenApiParameter("focus_version", str, enum=list(FOCUS_VERSIONS), description="FOCUS only"),
+            OpenApiParameter(
+                "columns", str, description="FOCUS 1.3 only: the columns to write, comma-separated"
+            ),
         ],
         responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
     )
@@ -147,7 +152,7 @@ class ReportExportView(APIView):
                 )
             return _xlsx_response(period, lines, f"{name}-lines.xlsx", sees_all=request.user.sees_all_tenants)  # type: ignore[union-attr]
         chunks: Iterator[bytes] = (
-            focus_export(lines)
+            _focus(request, lines)
             if fmt == "focus"
             else json_chunks(export_lines(lines))
             if fmt == "json"
@@ -159,6 +164,28 @@ class ReportExportView(APIView):
             f'attachment; filename="{name}-{"focus" if fmt == "focus" else "lines"}.{suffix}"'
         )
         return response
+
+
+def _focus(request: Request, lines: Any) -> Iterator[bytes]:
+    """``?focus_version=1.3|1.2`` (1.3 by default) and, for 1.3, ``?columns=`` (FOCUS 1.4's column
+    selection): checked before the first byte is streamed, so a bad one is a 400, not a cut file."""
+    version = request.query_params.get("focus_version", "1.3")
+    if version not in FOCUS_VERSIONS:
+        raise ValidationFailed(
+            f"focus_version must be one of {', '.join(FOCUS_VERSIONS)}",
+            code="invalid_focus_version",
+            field="focus_version",
+        )
+    requested = request.query_params.get("columns")
+    if requested is not None and version != "1.3":
+        raise ValidationFailed(
+            "columns can be chosen in FOCUS 1.3 only", code="columns_need_focus_1_3", field="columns"
+        )
+    try:
+        columns = select_columns(requested)
+    except ValueError as error:
+        raise ValidationFailed(str(error), code="unknown_focus_column", field="columns") from error
+    return focus_export(lines, version=version, columns=columns)
 
 
 def _xlsx_response(period: BillingPeriod, lines: Any, filename: str, *, sees_all: bool) -> FileResponse:

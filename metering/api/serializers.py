@@ -89,6 +89,23 @@ class RateCardCreateSerializer(StrictSerializer):
     note = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
 
 
+class RateCardUpdateSerializer(StrictSerializer):
+    """A partial change of a card not yet in effect: what is sent changes; model and flavor stay."""
+
+    currency = serializers.CharField(min_length=3, max_length=3, required=False)
+    price_per_ge_hour = serializers.DecimalField(max_digits=18, decimal_places=6, min_value=0, required=False)
+    energy_price_per_kwh = serializers.DecimalField(
+        max_digits=18, decimal_places=6, min_value=0, required=False, allow_null=True
+    )
+    basis = serializers.ChoiceField(choices=Basis.choices, required=False)
+    blend_weight = serializers.DecimalField(
+        max_digits=4, decimal_places=3, min_value=0, max_value=1, required=False
+    )
+    effective_from = serializers.DateTimeField(required=False)
+    effective_to = serializers.DateTimeField(required=False, allow_null=True)
+    note = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+
 class RateCardEndSerializer(StrictSerializer):
     effective_to = serializers.DateTimeField()
 
@@ -141,3 +158,9 @@ class ReportLineSerializer(StrictModelSerializer):
             "rate_card_ref",
         ]
         read_only_fields = fields
+
+
+class ClosePeriodSerializer(StrictSerializer):
+    idle = serializers.CharField(required=False, allow_null=True)  # the service names a bad one
+    # Closing with card-hours no rate card covers freezes them at no cost: said explicitly, or 409.
+    acknowledge_unpriced = serializers.BooleanField(default=False)

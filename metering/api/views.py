@@ -16,9 +16,11 @@ from gpuplatform.api.filters import FilterSet
 from gpuplatform.api.viewsets import ScopedViewSet
 from metering.api.serializers import (
     BillingPeriodSerializer,
+    ClosePeriodSerializer,
     RateCardCreateSerializer,
     RateCardEndSerializer,
     RateCardSerializer,
+    RateCardUpdateSerializer,
     ReportLineSerializer,
     UsageHourSerializer,
 )
@@ -47,6 +49,7 @@ class UsageViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewS
     queryset = UsageHour.objects.select_related("tenant").order_by("hour", "share_key", "meter", "id")
     serializer_class = UsageHourSerializer
     filterset_class = UsageFilter
+    list_params = ("granularity",)
 
     @extend_schema(
         parameters=[OpenApiParameter("granularity", str, enum=list(GRANULARITIES))],
@@ -83,7 +86,24 @@ class RateCardViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         card = rate_services.create_rate_card(
             actor=self.actor, flavor_id=values.pop("flavor", None), **values
         )
-        return Response(RateCardSerializer(card).data, status=status.HTTP_201_CREATED)
+        return Response(self._with_warnings(card), status=status.HTTP_201_CREATED)
+
+    @staticmethod
+    def _with_warnings(card: RateCard) -> dict[str, Any]:
+        """The card and what looks unintended about it (never a refusal)."""
+        warnings = rate_services.rate_card_warnings(
+            gpu_model=card.gpu_model, currency=card.currency, other_than=card.pk
+        )
+        return {**RateCardSerializer(card).data, "warnings": [w.as_dict() for w in warnings]}
+
+    @extend_schema(request=RateCardUpdateSerializer, responses=RateCardSerializer)
+    def partial_update(self, request: Request, pk: str | None = None) -> Response:
+        """Change a card not yet in effect (409 rate_card_in_effect otherwise: end it instead)."""
+        card = self.get_object()
+        data = RateCardUpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        card = rate_services.update_rate_card(actor=self.actor, rate_card_id=card.pk, **data.validated_data)
+        return Response(self._with_warnings(card))
 
     @extend_schema(request=RateCardEndSerializer, responses=RateCardSerializer)
     @action(detail=True, methods=["post"])
@@ -109,12 +129,18 @@ class BillingPeriodViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Sco
         period = period_services.start_closing_period(actor=self.actor, period_id=period.pk)
         return Response(BillingPeriodSerializer(period).data)
 
-    @extend_schema(request=None, responses=BillingPeriodSerializer)
+    @extend_schema(request=ClosePeriodSerializer, responses=BillingPeriodSerializer)
     @action(detail=True, methods=["post"])
     def close(self, request: Request, pk: str | None = None) -> Response:
         period = self.get_object()
-        idle = request.data.get("idle") if hasattr(request.data, "get") else None  # central | distributed
-        period = period_services.close_billing_period(actor=self.actor, period_id=period.pk, idle=idle)
+        data = ClosePeriodSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        period = period_services.close_billing_period(
+            actor=self.actor,
+            period_id=period.pk,
+            idle=data.validated_data.get("idle"),
+            acknowledge_unpriced=data.validated_data["acknowledge_unpriced"],
+        )
         return Response(BillingPeriodSerializer(period).data)
 
 

@@ -2,10 +2,13 @@
 per pool, tenant roll-ups up the tree, and the reconciliation that proves the totals.
 
 Inputs are already priced by the caller (one unit price per GE-hour for each piece of usage: rate
-cards change only at whole hours). Each line's amount is its card-hours x price summed at full
-precision and rounded once, half-even. Per pool and currency the report shows that
-charged + idle = cards x hours x price, exactly before rounding, and to the cent after it, the
-difference between the sum of rounded lines and the rounded total being the residue, shown.
+cards change only at whole hours). A tenant's charge on one pool at one price is its card-hours x
+price summed at full precision and rounded once, half-even; when flavors cut it into several lines,
+its cents are dealt to them by largest remainder, so the lines sum to the charge. Per pool and
+currency the report shows that charged + idle = cards x hours x price, exactly before rounding, and
+to the cent after it, the difference between the sum of rounded charges and the rounded total (at
+most half a cent per charge, from rounding different tenants' charges apart) being the residue,
+shown.
 """
 
 from __future__ import annotations
@@ -13,13 +16,14 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 
-from metering.chargeback.money import round_money
+from metering.chargeback.money import allocate_rounded, round_money
 
 __all__ = [
+    "ADJUSTMENT_KINDS",
     "IDLE_CENTRAL",
     "IDLE_DISTRIBUTED",
     "IDLE_MODES",
@@ -40,7 +44,9 @@ class PricedUsage:
     """Some tenant's allocated usage on one pool at one price (many hourly rows summed, or one)."""
 
     tenant: str  # tenant id, "" for the unassigned bucket
-    tenant_path: str  # materialised path, "/acme/research/vision/", "" when unassigned
+    # Tenant.path: the ids (hex) from the root, "/<acme's id>/<research's id>/" for acme/research, not
+    # slugs (exports show slugs); "" when unassigned
+    tenant_path: str
     pool: str
     flavor: str
     gpu_model: str
@@ -48,7 +54,8 @@ class PricedUsage:
     unit_price: Decimal | None  # per GE-hour; None when no rate card covers it
     ge_hours: Decimal  # GE-hours held
     card_hours: Decimal  # physical card-hours charged by the card-hour rule
-    kind: str = "charge"  # or "adjustment" for late data of a closed period
+    # or "adjustment" for late data of a closed period, "idle_adjustment" for the idle it moved
+    kind: str = "charge"
     adjusts: str = ""  # for adjustments: what it adjusts (period label)
     basis: str = "allocation"  # what ``card_hours`` measures: allocation, utilisation or blended
     used_ge_hours: Decimal | None = None  # GE-hours used (utilisation meter); None when not measured
@@ -127,8 +134,30 @@ IDLE_CENTRAL = "central"
 IDLE_DISTRIBUTED = "distributed"
 IDLE_MODES = (IDLE_CENTRAL, IDLE_DISTRIBUTED)
 QTY = Decimal("1e-9")  # card-hours are stored to nine places
+# Corrections of an earlier period: a tenant's usage, and the idle capacity the correction moved.
+ADJUSTMENT_KINDS = ("adjustment", "idle_adjustment")
 
 _LineKey = tuple[str, str, str, str, str, str, str, Decimal | None, str, str, str]
+_CapacityKey = tuple[str, str, str, Decimal | None, str, str]  # pool, model, currency, price, basis, card
+
+
+@dataclass
+class _LineSums:
+    """One line's running sums: what was held and used, and card-hours x price at full precision."""
+
+    ge_hours: Decimal = ZERO
+    card_hours: Decimal = ZERO
+    amount_exact: Decimal = ZERO  # priced usage only
+    used_ge_hours: Decimal | None = None  # None until some usage with a utilisation measure adds to it
+
+
+@dataclass
+class _CapacitySums:
+    """One pool's running sums at one price: its card-hours, those nobody held, and their worth."""
+
+    card_hours: Decimal = ZERO
+    idle_card_hours: Decimal = ZERO
+    physical_exact: Decimal = ZERO  # card-hours x price, full precision
 
 
 def compute_chargeback(
@@ -142,36 +171,49 @@ def compute_chargeback(
     to the idle exactly; a pool nobody was charged on keeps its idle central."""
     if idle not in IDLE_MODES:
         raise ValueError(f"idle must be one of {IDLE_MODES}, not {idle!r}")
-    grouped: dict[_LineKey, list[Decimal]] = defaultdict(lambda: [ZERO, ZERO, ZERO])
-    used_by: dict[_LineKey, Decimal] = {}  # only lines with a utilisation measure have one
+    grouped, unpriced_usage = _group_usage(usage)
+    lines = _charge_lines(grouped)
+    pools, unpriced_capacity = _group_capacity(capacity)
+    charges = [line for line in lines if line.kind == "charge"]
+    for key, sums in pools:
+        lines.extend(_idle_lines(key, sums, charges, idle))
+    lines = _one_rounding_per_charge(lines)
+    return Chargeback(
+        lines=tuple(lines),
+        rollups=_rollups(lines),
+        reconciliations=_reconcile(lines, _physical(pools)),
+        unpriced_card_hours=unpriced_usage + unpriced_capacity,
+    )
+
+
+def _group_usage(usage: Iterable[PricedUsage]) -> tuple[dict[_LineKey, _LineSums], Decimal]:
+    """Usage summed per line; and the card-hours no rate card priced."""
+    grouped: dict[_LineKey, _LineSums] = defaultdict(_LineSums)
     unpriced = ZERO
     for u in usage:
-        key = (
-            u.kind,
-            u.tenant,
-            u.tenant_path,
-            u.pool,
-            u.flavor,
-            u.gpu_model,
-            u.currency,
-            u.unit_price,
-            u.adjusts,
-            u.basis,
-            u.rate_card,
-        )
-        acc = grouped[key]
-        acc[0] += u.ge_hours
-        acc[1] += u.card_hours
+        sums = grouped[
+            (u.kind, u.tenant, u.tenant_path, u.pool, u.flavor, u.gpu_model, u.currency, u.unit_price,
+             u.adjusts, u.basis, u.rate_card)
+        ]  # fmt: skip
+        sums.ge_hours += u.ge_hours
+        sums.card_hours += u.card_hours
         if u.used_ge_hours is not None:
-            used_by[key] = used_by.get(key, ZERO) + u.used_ge_hours
+            sums.used_ge_hours = (
+                ZERO if sums.used_ge_hours is None else sums.used_ge_hours
+            ) + u.used_ge_hours
         if u.unit_price is None:
             unpriced += u.card_hours
         else:
-            acc[2] += u.card_hours * u.unit_price
+            sums.amount_exact += u.card_hours * u.unit_price
+    return grouped, unpriced
+
+
+def _charge_lines(grouped: dict[_LineKey, _LineSums]) -> list[ChargeLine]:
+    """One line per group in key order, its amount rounded once; unpriced lines carry no amount."""
     lines: list[ChargeLine] = []
     for key in sorted(grouped, key=_sort_key):
         kind, tenant, path, pool, flavor, model, currency, price, adjusts, basis, card = key
-        ge_hours, card_hours, exact = grouped[key]
+        sums = grouped[key]
         lines.append(
             ChargeLine(
                 kind=kind,
@@ -182,75 +224,88 @@ def compute_chargeback(
                 gpu_model=model,
                 currency=currency,
                 unit_price=price,
-                ge_hours=ge_hours,
-                card_hours=card_hours,
-                amount_exact=None if price is None else exact,
-                amount=None if price is None else round_money(exact, currency),
+                ge_hours=sums.ge_hours,
+                card_hours=sums.card_hours,
+                amount_exact=None if price is None else sums.amount_exact,
+                amount=None if price is None else round_money(sums.amount_exact, currency),
                 adjusts=adjusts,
                 basis=basis,
-                used_ge_hours=used_by.get(key),
+                used_ge_hours=sums.used_ge_hours,
                 rate_card=card,
             )
         )
-    idle_acc: dict[tuple[str, str, str, Decimal | None, str, str], list[Decimal]] = defaultdict(
-        lambda: [ZERO, ZERO, ZERO]
-    )
+    return lines
+
+
+def _group_capacity(
+    capacity: Iterable[PoolCapacity],
+) -> tuple[list[tuple[_CapacityKey, _CapacitySums]], Decimal]:
+    """Capacity summed per pool and price, in key order; and the idle card-hours no rate card priced."""
+    pools: dict[_CapacityKey, _CapacitySums] = defaultdict(_CapacitySums)
+    unpriced = ZERO
     for c in capacity:
-        cap = idle_acc[(c.pool, c.gpu_model, c.currency, c.unit_price, c.basis, c.rate_card)]
-        cap[0] += c.card_hours
-        cap[1] += c.idle_card_hours
+        sums = pools[(c.pool, c.gpu_model, c.currency, c.unit_price, c.basis, c.rate_card)]
+        sums.card_hours += c.card_hours
+        sums.idle_card_hours += c.idle_card_hours
         if c.unit_price is None:
             unpriced += c.idle_card_hours
         else:
-            cap[2] += c.card_hours * c.unit_price
-    physical: dict[tuple[str, str], list[Decimal]] = defaultdict(lambda: [ZERO, ZERO])
-    charges = [line for line in lines if line.kind == "charge"]
-    for (pool, model, currency, price, basis, card), (card_hours, idle_hours, physical_exact) in sorted(
-        idle_acc.items(), key=lambda item: _sort_key(item[0])
-    ):
-        shares: list[ChargeLine] = []
-        if idle == IDLE_DISTRIBUTED and price is not None:
-            takers = [
-                line
-                for line in charges
-                if (line.pool, line.gpu_model, line.currency, line.unit_price, line.rate_card)
-                == (pool, model, currency, price, card)
-                and line.card_hours > 0
-            ]
-            shares = _idle_shares(takers, idle_hours, price)
-        left = idle_hours - sum((s.card_hours for s in shares), ZERO)
-        lines.extend(shares)
-        if not shares or left:
-            idle_exact = None if price is None else left * price
-            lines.append(
-                ChargeLine(
-                    kind="idle",
-                    tenant="",
-                    tenant_path="",
-                    pool=pool,
-                    flavor="",
-                    gpu_model=model,
-                    currency=currency,
-                    unit_price=price,
-                    ge_hours=ZERO,
-                    card_hours=left,
-                    amount_exact=idle_exact,
-                    amount=None if idle_exact is None else round_money(idle_exact, currency),
-                    basis=basis,
-                    rate_card=card,
-                )
-            )
+            sums.physical_exact += c.card_hours * c.unit_price
+    return sorted(pools.items(), key=lambda item: _sort_key(item[0])), unpriced
+
+
+def _idle_lines(
+    key: _CapacityKey, sums: _CapacitySums, charges: list[ChargeLine], idle: str
+) -> list[ChargeLine]:
+    """A pool's idle at one price: shared among its charge lines when distributed (and priced), the
+    part not shared (all of it when central) one line the platform carries."""
+    pool, model, currency, price, basis, card = key
+    shares: list[ChargeLine] = []
+    if idle == IDLE_DISTRIBUTED and price is not None:
+        takers = [
+            line
+            for line in charges
+            if (line.pool, line.gpu_model, line.currency, line.unit_price, line.rate_card)
+            == (pool, model, currency, price, card)
+            and line.card_hours > 0
+        ]
+        shares = _idle_shares(takers, sums.idle_card_hours, price)
+    left = sums.idle_card_hours - sum((s.card_hours for s in shares), ZERO)
+    if shares and not left:
+        return shares
+    idle_exact = None if price is None else left * price
+    return [
+        *shares,
+        ChargeLine(
+            kind="idle",
+            tenant="",
+            tenant_path="",
+            pool=pool,
+            flavor="",
+            gpu_model=model,
+            currency=currency,
+            unit_price=price,
+            ge_hours=ZERO,
+            card_hours=left,
+            amount_exact=idle_exact,
+            amount=None if idle_exact is None else round_money(idle_exact, currency),
+            basis=basis,
+            rate_card=card,
+        ),
+    ]
+
+
+def _physical(pools: list[tuple[_CapacityKey, _CapacitySums]]) -> dict[tuple[str, str], _Physical]:
+    """Per pool and currency, the priced capacity: cards x hours, and x price at full precision.
+    Unpriced capacity is counted in ``unpriced_card_hours``, not reconciled in money."""
+    physical: dict[tuple[str, str], _Physical] = defaultdict(_Physical)
+    for (pool, _model, currency, price, _basis, _card), sums in pools:
         if price is None:
-            continue  # unpriced capacity is counted in unpriced_card_hours, not reconciled in money
-        phys = physical[(pool, currency)]
-        phys[0] += card_hours
-        phys[1] += physical_exact
-    return Chargeback(
-        lines=tuple(lines),
-        rollups=_rollups(lines),
-        reconciliations=_reconcile(lines, physical),
-        unpriced_card_hours=unpriced,
-    )
+            continue
+        total = physical[(pool, currency)]
+        total.card_hours += sums.card_hours
+        total.exact += sums.physical_exact
+    return physical
 
 
 def _idle_shares(takers: list[ChargeLine], idle_hours: Decimal, price: Decimal) -> list[ChargeLine]:
@@ -291,58 +346,111 @@ def _idle_shares(takers: list[ChargeLine], idle_hours: Decimal, price: Decimal) 
     return shares
 
 
+def _one_rounding_per_charge(lines: list[ChargeLine]) -> list[ChargeLine]:
+    """A tenant's usage of one pool at one price is one charge, however many flavors cut it into
+    lines: its exact sum is rounded once and its cents dealt to its lines by largest remainder, so the
+    lines add up to the charge (two flavor lines of 8.585 and 8.585 are 8.58 + 8.59 = 17.17, not
+    8.59 + 8.59). Idle lines are one per pool and price already; idle shares are dealt the same way,
+    per tenant."""
+    groups: dict[tuple[object, ...], list[int]] = defaultdict(list)
+    for i, line in enumerate(lines):
+        if line.kind == "idle" or line.amount_exact is None:
+            continue
+        groups[
+            (line.kind, line.tenant, line.tenant_path, line.pool, line.gpu_model, line.currency,
+             line.unit_price, line.adjusts, line.basis, line.rate_card)
+        ].append(i)  # fmt: skip
+    dealt = list(lines)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        exacts = [lines[i].amount_exact or ZERO for i in members]
+        for i, amount in zip(members, allocate_rounded(exacts, lines[members[0]].currency), strict=True):
+            dealt[i] = replace(lines[i], amount=amount)
+    return dealt
+
+
 def _sort_key(key: tuple[object, ...]) -> tuple[str, ...]:
     return tuple("" if part is None else str(part) for part in key)
 
 
+@dataclass
+class _Physical:
+    """A pool's priced capacity in one currency: cards x hours, and x price at full precision."""
+
+    card_hours: Decimal = ZERO
+    exact: Decimal = ZERO
+
+
+@dataclass
+class _Charged:
+    """What a pool's priced lines in one currency carry: charged and idle card-hours, rounded amounts."""
+
+    charged_card_hours: Decimal = ZERO
+    idle_card_hours: Decimal = ZERO  # idle lines and idle_share lines
+    lines_total: Decimal = ZERO
+
+
 def _reconcile(
-    lines: list[ChargeLine], physical: dict[tuple[str, str], list[Decimal]]
+    lines: list[ChargeLine], physical: dict[tuple[str, str], _Physical]
 ) -> tuple[Reconciliation, ...]:
     """Per pool and currency: the priced charge and idle lines against cards x hours x price.
     Adjustments belong to an earlier period's capacity and are left out."""
-    charged: dict[tuple[str, str], list[Decimal]] = defaultdict(lambda: [ZERO, ZERO, ZERO])
+    charged: dict[tuple[str, str], _Charged] = defaultdict(_Charged)
     for line in lines:
-        if line.kind == "adjustment" or line.amount is None:
+        if line.kind in ADJUSTMENT_KINDS or line.amount is None:
             continue
-        acc = charged[(line.pool, line.currency)]
+        sums = charged[(line.pool, line.currency)]
         # idle_share lines are the pool's idle, carried by tenants: they count as idle here.
-        acc[0 if line.kind == "charge" else 1] += line.card_hours
-        acc[2] += line.amount
+        if line.kind == "charge":
+            sums.charged_card_hours += line.card_hours
+        else:
+            sums.idle_card_hours += line.card_hours
+        sums.lines_total += line.amount
     result = []
     for pool, currency in sorted(physical):
-        card_hours, exact = physical[(pool, currency)]
-        charged_hours, idle_hours, lines_total = charged[(pool, currency)]
-        rounded = round_money(exact, currency)
+        capacity = physical[(pool, currency)]
+        carried = charged[(pool, currency)]
+        rounded = round_money(capacity.exact, currency)
         result.append(
             Reconciliation(
                 pool=pool,
                 currency=currency,
-                card_hours=card_hours,
-                charged_card_hours=charged_hours,
-                idle_card_hours=idle_hours,
-                physical_exact=exact,
+                card_hours=capacity.card_hours,
+                charged_card_hours=carried.charged_card_hours,
+                idle_card_hours=carried.idle_card_hours,
+                physical_exact=capacity.exact,
                 physical=rounded,
-                lines_total=lines_total,
-                residue=rounded - lines_total,
+                lines_total=carried.lines_total,
+                residue=rounded - carried.lines_total,
             )
         )
     return tuple(result)
 
 
+@dataclass
+class _RollupSums:
+    ge_hours: Decimal = ZERO
+    card_hours: Decimal = ZERO
+    amount: Decimal = ZERO
+
+
 def _rollups(lines: list[ChargeLine]) -> tuple[RollupLine, ...]:
     """Each tenant's lines counted at it and at every ancestor on its path (amounts are the rounded
     lines summed: a roll-up is what its children were charged, nothing re-rounded)."""
-    totals: dict[tuple[str, str], list[Decimal]] = defaultdict(lambda: [ZERO, ZERO, ZERO])
+    totals: dict[tuple[str, str], _RollupSums] = defaultdict(_RollupSums)
     for line in lines:
         if line.kind == "idle" or not line.tenant_path or line.amount is None:
             continue
         parts = [p for p in line.tenant_path.split("/") if p]
         for depth in range(1, len(parts) + 1):
-            acc = totals[("/" + "/".join(parts[:depth]) + "/", line.currency)]
-            acc[0] += line.ge_hours
-            acc[1] += line.card_hours
-            acc[2] += line.amount
+            sums = totals[("/" + "/".join(parts[:depth]) + "/", line.currency)]
+            sums.ge_hours += line.ge_hours
+            sums.card_hours += line.card_hours
+            sums.amount += line.amount
     return tuple(
-        RollupLine(tenant_path=path, currency=currency, ge_hours=v[0], card_hours=v[1], amount=v[2])
-        for (path, currency), v in sorted(totals.items())
+        RollupLine(
+            tenant_path=path, currency=currency, ge_hours=s.ge_hours, card_hours=s.card_hours, amount=s.amount
+        )
+        for (path, currency), s in sorted(totals.items())
     )

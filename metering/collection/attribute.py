@@ -25,6 +25,7 @@ from metering.collection.readings import (
     MEMORY,
     SHARE_SCOPE,
     UTILISATION,
+    CardPlan,
     Holder,
     HourPlan,
     HourReadings,
@@ -67,144 +68,194 @@ def attribute_hour(
     *, plan: HourPlan, readings: HourReadings, profile_ge: dict[str, Decimal] | None = None
 ) -> list[UsageLine]:
     """The usage lines of one cluster-hour, sorted by (share_key, meter)."""
-    step = readings.step_seconds
-    hour_points = 3600 // step
-    per_point = Decimal(step) / Decimal(3600)  # hours one point stands for
-    profile_ge = profile_ge or {}
-    cards = {c.uuid: c for c in plan.cards}
-    by_pod = {(h.namespace, h.pod): h for h in plan.holders}
-    lines: dict[tuple[str, str], UsageLine] = {}
-    card_holders: dict[str, set[str]] = defaultdict(set)  # card -> holders its pod series named
-    holders = {h.share_key: h for h in plan.holders}
-    index = _NodeIndex(plan)
-    for h in plan.holders:
-        if h.card_uuid:
-            card_holders[h.card_uuid].add(h.share_key)
+    hour = _Hour.of(plan, readings.step_seconds, profile_ge or {})
+    lines = _Lines()
+    _attribute_dcgm_pods(hour, lines, readings)
+    _attribute_hami(hour, lines, readings)
+    _split_card_usage(hour, lines, readings)
+    _expect_samples(hour, lines)
+    return lines.finished()
+
+
+@dataclass(frozen=True)
+class _Hour:
+    """What the steps read of one cluster-hour: its scrape points and what the inventory knows."""
+
+    step: int  # seconds between scrape points
+    points: int  # scrape points in the hour
+    per_point: Decimal  # hours one point stands for
+    profile_ge: dict[str, Decimal]  # MIG profile -> GE of one instance
+    plan: HourPlan
+    cards: dict[str, CardPlan]  # by UUID
+    holders: dict[str, Holder]  # by share key
+    by_pod: dict[tuple[str, str], Holder]  # by (namespace, pod)
+    index: _NodeIndex
+    # card UUID -> share keys of its holders: the inventory's, then those the pod series name (steps
+    # 1 and 2 add them, step 3 splits among them)
+    card_holders: dict[str, set[str]]
+
+    @classmethod
+    def of(cls, plan: HourPlan, step: int, profile_ge: dict[str, Decimal]) -> _Hour:
+        card_holders: dict[str, set[str]] = defaultdict(set)
+        for h in plan.holders:
+            if h.card_uuid:
+                card_holders[h.card_uuid].add(h.share_key)
+        return cls(
+            step=step,
+            points=3600 // step,
+            per_point=Decimal(step) / Decimal(3600),
+            profile_ge=profile_ge,
+            plan=plan,
+            cards={c.uuid: c for c in plan.cards},
+            holders={h.share_key: h for h in plan.holders},
+            by_pod={(h.namespace, h.pod): h for h in plan.holders},
+            index=_NodeIndex(plan),
+            card_holders=card_holders,
+        )
+
+    def mode_of(self, uuid: str) -> str:
+        """The card's sharing mode, "" for a card the inventory does not know."""
+        card = self.cards.get(uuid)
+        return card.mode if card else ""
+
+    def quantity(self, r: SeriesReading, ge: Decimal) -> Decimal:
+        """A reading in its meter's unit: GE-hours at ``ge`` per unit busy, GiB-hours, kWh."""
+        if r.meter == UTILISATION:
+            return r.total * self.per_point * ge
+        if r.meter == MEMORY:
+            return r.total * self.per_point / MIB_PER_GIB
+        return r.total / MJ_PER_KWH
+
+
+class _Lines:
+    """The hour's usage lines by (share key, meter), summed as the steps add to them."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple[str, str], UsageLine] = {}
 
     def add(
-        key: str, meter: str, quantity: Decimal, attribution: str, seen: int, expected: int, **meta: object
+        self,
+        key: str,
+        meter: str,
+        quantity: Decimal,
+        attribution: str,
+        seen: int,
+        expected: int,
+        *,
+        holder: Holder | None = None,
+        card_key: str = "",
+        node: str = "",
+        namespace: str = "",
     ) -> None:
-        line = lines.get((key, meter))
+        """Add to the line, created on first use with this attribution and these details."""
+        line = self.by_key.get((key, meter))
         if line is None:
-            line = lines[(key, meter)] = UsageLine(key, meter, Decimal(0), attribution, 0, 0)
-            for name, value in meta.items():
-                setattr(line, name, value)
+            line = self.by_key[(key, meter)] = UsageLine(
+                key, meter, Decimal(0), attribution, 0, 0, holder, card_key, node, namespace
+            )
         line.quantity += quantity
         line.samples_seen += seen
         line.samples_expected += expected
 
-    def mode_of(uuid: str, host: str) -> str:
-        if uuid in cards:
-            return cards[uuid].mode
-        return ""
+    def finished(self) -> list[UsageLine]:
+        """The lines in order, a holder's node and namespace filled in, never more seen than expected."""
+        for line in self.by_key.values():
+            if line.holder is not None:
+                line.node = line.node or line.holder.node
+                line.namespace = line.holder.namespace
+            line.samples_seen = min(line.samples_seen, line.samples_expected)
+        return [self.by_key[k] for k in sorted(self.by_key)]
 
-    def quantity(r: SeriesReading, ge: Decimal) -> Decimal:
-        if r.meter == UTILISATION:
-            return r.total * per_point * ge
-        if r.meter == MEMORY:
-            return r.total * per_point / MIB_PER_GIB
-        return r.total / MJ_PER_KWH
 
-    # 1. DCGM series carrying pod labels, on cards whose units the exporter can tell apart.
+def _attribute_dcgm_pods(hour: _Hour, lines: _Lines, readings: HourReadings) -> None:
+    """Step 1. DCGM series carrying pod labels, on cards whose units the exporter can tell apart."""
     for r in _preferred(readings.readings, SHARE_SCOPE):
         if r.meter == ENERGY:
             continue
-        holder = by_pod.get((r.namespace, r.pod)) if r.pod else None
-        if mode_of(r.uuid, r.host) in ("split", "hami") or (
+        holder = hour.by_pod.get((r.namespace, r.pod)) if r.pod else None
+        if hour.mode_of(r.uuid) in ("split", "hami") or (
             holder is not None and holder.mode in ("split", "hami")
         ):
             if holder is not None and r.uuid:
                 # The exporter names who runs on the card: its usage is theirs (step 3), not shared
                 # with the node's holders of other cards.
-                card_holders[r.uuid].add(holder.share_key)
+                hour.card_holders[r.uuid].add(holder.share_key)
             continue
         meter = METER_OF[r.meter]
         if holder is not None:
-            add(holder.share_key, meter, quantity(r, holder.ge / holder.count), SHARE, r.samples, 0,
-                holder=holder, card_key=r.uuid)  # fmt: skip
-            card_holders[r.uuid].add(holder.share_key)
+            used = hour.quantity(r, holder.ge / holder.count)
+            lines.add(holder.share_key, meter, used, SHARE, r.samples, 0, holder=holder,
+                      card_key=r.uuid)  # fmt: skip
+            hour.card_holders[r.uuid].add(holder.share_key)
         elif r.total > 0:
-            ge = profile_ge.get(r.profile, Decimal(1)) if r.gpu_instance else Decimal(1)
+            ge = hour.profile_ge.get(r.profile, Decimal(1)) if r.gpu_instance else Decimal(1)
             who = f"{r.namespace}/{r.pod}" if r.pod else _card_name(r)
-            add(f"unattributed/{who}", meter, quantity(r, ge), UNATTRIBUTED, r.samples, r.samples,
-                card_key=r.uuid, node=_node(cards, r), namespace=r.namespace)  # fmt: skip
+            lines.add(f"unattributed/{who}", meter, hour.quantity(r, ge), UNATTRIBUTED, r.samples, r.samples,
+                      card_key=r.uuid, node=_node(hour.cards, r), namespace=r.namespace)  # fmt: skip
 
-    # 2. HAMi: per container, summed per pod and card.
+
+def _attribute_hami(hour: _Hour, lines: _Lines, readings: HourReadings) -> None:
+    """Step 2. HAMi: per container, summed per pod and card."""
     for r in _preferred(readings.readings, HAMI_SCOPE):
-        holder = by_pod.get((r.namespace, r.pod))
+        holder = hour.by_pod.get((r.namespace, r.pod))
         meter = METER_OF[r.meter]
         if holder is not None:
-            add(
-                holder.share_key,
-                meter,
-                quantity(r, Decimal(1)),
-                SHARE,
-                r.samples,
-                0,
-                holder=holder,
-                card_key=r.uuid,
-            )
-            card_holders[r.uuid].add(holder.share_key)
+            lines.add(holder.share_key, meter, hour.quantity(r, Decimal(1)), SHARE, r.samples, 0,
+                      holder=holder, card_key=r.uuid)  # fmt: skip
+            hour.card_holders[r.uuid].add(holder.share_key)
         elif r.total > 0:
             who = f"unattributed/{r.namespace}/{r.pod}"
-            add(who, meter, quantity(r, Decimal(1)), UNATTRIBUTED, r.samples, r.samples,
-                card_key=r.uuid, node=_node(cards, r), namespace=r.namespace)  # fmt: skip
+            lines.add(who, meter, hour.quantity(r, Decimal(1)), UNATTRIBUTED, r.samples, r.samples,
+                      card_key=r.uuid, node=_node(hour.cards, r), namespace=r.namespace)  # fmt: skip
 
-    # 3. Time-slicing and MPS cards, and every card's energy: the card's usage split by allocation.
+
+def _split_card_usage(hour: _Hour, lines: _Lines, readings: HourReadings) -> None:
+    """Step 3. Time-slicing and MPS cards, and every card's energy: the card's usage split by
+    allocation (GE x seconds held); a card nobody held is unattributed."""
     card_totals: dict[tuple[str, str], list[SeriesReading]] = defaultdict(list)
     for r in _preferred(readings.readings, CARD_SCOPE):
         if (
             r.meter == ENERGY
-            or mode_of(r.uuid, r.host) == "split"
-            or (r.uuid not in cards and _split_host(index, r))
+            or hour.mode_of(r.uuid) == "split"
+            or (r.uuid not in hour.cards and _split_host(hour.index, r))
         ):
             card_totals[(r.uuid, r.meter)].append(r)
     for (uuid, meter_kind), parts in sorted(card_totals.items()):
         meter = METER_OF[meter_kind]
         total = sum((p.total for p in parts), Decimal(0))
-        seen = min(hour_points, max(p.samples for p in parts))
+        seen = min(hour.points, max(p.samples for p in parts))
         sample = parts[0]
-        node = _node(cards, sample)
-        pot = _pot(index, holders, card_holders, uuid, node, meter_kind)
+        node = _node(hour.cards, sample)
+        pot = _pot(hour.index, hour.holders, hour.card_holders, uuid, node, meter_kind)
         weights = {h.share_key: h.ge / h.count * (h.stop - h.start) for h in pot}
         weight_sum = sum(weights.values(), Decimal(0))
-        amount = quantity(SeriesReading(meter_kind, CARD_SCOPE, uuid, total, seen), Decimal(1))  # 1 card
+        card = SeriesReading(meter_kind, CARD_SCOPE, uuid, total, seen)
+        amount = hour.quantity(card, Decimal(1))  # 1 card
         if not pot or weight_sum == 0:
-            if total > 0 or seen < hour_points:
-                add(
-                    f"unattributed/{_card_name(sample)}",
-                    meter,
-                    amount,
-                    UNATTRIBUTED,
-                    seen,
-                    hour_points,
-                    card_key=uuid,
-                    node=node,
-                )
+            if total > 0 or seen < hour.points:
+                lines.add(f"unattributed/{_card_name(sample)}", meter, amount, UNATTRIBUTED, seen,
+                          hour.points, card_key=uuid, node=node)  # fmt: skip
             continue
         for h in pot:
-            add(h.share_key, meter, amount * weights[h.share_key] / weight_sum, SPLIT, seen, hour_points,
-                holder=h, card_key=uuid if h.card_uuid else "")  # fmt: skip
+            share = amount * weights[h.share_key] / weight_sum
+            lines.add(h.share_key, meter, share, SPLIT, seen, hour.points, holder=h,
+                      card_key=uuid if h.card_uuid else "")  # fmt: skip
 
-    # 4. Expected samples of share lines, and holders nothing was read for: incomplete, not zero.
-    for h in plan.holders:
-        within = points_within(h.start, h.stop, step)
+
+def _expect_samples(hour: _Hour, lines: _Lines) -> None:
+    """Step 4. Expected samples of share lines, and holders nothing was read for: incomplete, not zero."""
+    for h in hour.plan.holders:
+        within = points_within(h.start, h.stop, hour.step)
         for meter in (USED_GE_HOURS, MEMORY_GIB_HOURS, ENERGY_KWH):
-            line = lines.get((h.share_key, meter))
+            line = lines.by_key.get((h.share_key, meter))
             if line is None:
                 # Nothing read for it: a gap (seen 0 of n), shown, never a complete zero.
                 how = SPLIT if meter == ENERGY_KWH or h.mode == "split" else SHARE
                 units = 1 if h.mode in ("split", "hami") else h.count
-                add(h.share_key, meter, Decimal(0), how, 0, within * units, holder=h)
+                lines.add(h.share_key, meter, Decimal(0), how, 0, within * units, holder=h)
             elif line.attribution == SHARE:
                 line.samples_expected = within * h.count
                 line.samples_seen = min(line.samples_seen, line.samples_expected)
-    for line in lines.values():
-        if line.holder is not None:
-            line.node = line.node or line.holder.node
-            line.namespace = line.holder.namespace
-        line.samples_seen = min(line.samples_seen, line.samples_expected)
-    return [lines[k] for k in sorted(lines)]
 
 
 def _card_name(r: SeriesReading) -> str:

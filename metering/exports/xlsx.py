@@ -79,6 +79,16 @@ def _summary(sheet: WriteOnlyWorksheet, meta: dict[str, str], summary: dict[str,
                 bool(r["holds"]),
             ]
         )
+    for u in summary.get("unpriced", []):
+        sheet.append(
+            [
+                _text(sheet, u["pool"]),
+                _text(sheet, "unpriced"),
+                _cell(sheet, Decimal(u["card_hours"]), QTY_FORMAT),
+                _cell(sheet, Decimal(u["charged_card_hours"]), QTY_FORMAT),
+                _cell(sheet, Decimal(u["idle_card_hours"]), QTY_FORMAT),
+            ]
+        )
     sheet.append([])
     sheet.append([_cell(sheet, "Tenants, rolled up the tree", bold=True)])
     sheet.append([_cell(sheet, h, bold=True) for h in ("tenant", "tenant_path", "currency", "ge_hours",
@@ -88,10 +98,12 @@ def _summary(sheet: WriteOnlyWorksheet, meta: dict[str, str], summary: dict[str,
             [
                 _text(sheet, r["tenant"]),
                 _text(sheet, r["tenant_path"]),
-                _text(sheet, r["currency"]),
+                _text(sheet, r["currency"] or "unpriced"),
                 _cell(sheet, Decimal(r["ge_hours"]), QTY_FORMAT),
                 _cell(sheet, Decimal(r["card_hours"]), QTY_FORMAT),
-                _cell(sheet, Decimal(r["amount"]), _money_format(r["currency"])),
+                None
+                if r["amount"] is None
+                else _cell(sheet, Decimal(r["amount"]), _money_format(r["currency"])),
             ]
         )
     sheet.append([])

@@ -19,6 +19,9 @@ from metering.scoping import TenantUsageQuerySet
 
 MONEY_DIGITS = 24
 MONEY_PLACES = 12  # the exact (unrounded) amounts; rounded ones use the currency's minor unit
+# The meter an adjustment of a node's idle card-hours names (share key ``idle/<node>``): usage meters
+# are metering.models.usage.Meter.
+IDLE_METER = "idle_card_hours"
 
 
 class PeriodState(models.TextChoices):
@@ -63,7 +66,7 @@ class ReportLine(models.Model):
 
     period = models.ForeignKey(BillingPeriod, on_delete=models.PROTECT, related_name="lines")
     line_no = models.PositiveIntegerField()
-    kind = models.CharField(max_length=12)  # charge, idle, idle_share, adjustment, credit
+    kind = models.CharField(max_length=16)  # charge, idle, idle_share, adjustment, idle_adjustment, credit
     tenant = models.ForeignKey(
         "tenants.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
@@ -100,7 +103,8 @@ class ReportLine(models.Model):
 
 
 class Adjustment(models.Model):
-    """Late data for a closed period: the change in one share's hour, booked in an open period."""
+    """Late data for a closed period: the change in one share's hour (or, meter ``IDLE_METER``, in a
+    node's idle card-hours for the hour, share key ``idle/<node>``), booked in an open period."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     period = models.ForeignKey(BillingPeriod, on_delete=models.PROTECT, related_name="adjustments")

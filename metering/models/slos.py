@@ -28,6 +28,8 @@ class Slo(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
+    # The last evaluation that finished (None: never, or not since its SLI or scope changed).
+    evaluated_at = models.DateTimeField(null=True, blank=True)
 
     objects = PlatformOnlyQuerySet.as_manager()
 

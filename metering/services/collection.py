@@ -50,7 +50,7 @@ from metering.collection.simulated import SimulatedUsageSource
 from metering.models import BillingPeriod, MeteredHour, MetricsSource, PeriodState, UsageHour
 from metering.models.usage import QTY_PLACES
 from metering.prom import PrometheusUsageSource
-from metering.services.adjustments import book_late_data
+from metering.services.adjustments import BookingRun, book_late_data
 from metering.services.ledger import flavor_names
 from metering.services.periods import ensure_period
 
@@ -105,6 +105,7 @@ def meter_usage_hour(
     now: datetime | None = None,
     source: UsageSource | None = None,
     config: SourceConfig | None = None,
+    run: BookingRun | None = None,
 ) -> UsageMetered:
     """Meter one cluster-hour's usage from its source. Reads the source with no lock held, then locks
     the hour's MeteredHour row and replaces that source's rows; idempotent. Records every attempt."""
@@ -154,6 +155,7 @@ def meter_usage_hour(
                 meters=USAGE_METERS,
                 what=f"usage ({source.name})",
                 partial_only_adds=True,
+                run=run,
             )
         elif error and existing.exists():
             complete = False  # an outage never overwrites what an earlier attempt read

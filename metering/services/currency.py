@@ -25,9 +25,14 @@ def validate_currency(code: str, field: str = "currency") -> str:
     return code
 
 
-def currencies_of(*, start: datetime, end: datetime | None, period: BillingPeriod | None = None) -> set[str]:
-    """The currencies priced over [start, end): rate cards in force, and credits of ``period``."""
+def currencies_of(
+    *, start: datetime, end: datetime | None, period: BillingPeriod | None = None, other_than: Any = None
+) -> set[str]:
+    """The currencies priced over [start, end): rate cards in force (but the card ``other_than``,
+    one being edited), and credits of ``period``."""
     cards = RateCard.objects.filter(Q(effective_to__isnull=True) | Q(effective_to__gt=start))
+    if other_than is not None:
+        cards = cards.exclude(pk=other_than)
     if end is not None:
         cards = cards.filter(effective_from__lt=end)
     found = set(cards.values_list("currency", flat=True))
@@ -48,24 +53,28 @@ def _refuse_mixing(*, period: BillingPeriod, currency: str, present: set[str]) -
         )
 
 
-def check_period_currency(*, period: BillingPeriod, currency: str) -> None:
+def check_period_currency(*, period: BillingPeriod, currency: str, other_than: Any = None) -> None:
     """Refuse a second currency in ``period`` unless finance set its exchange rate."""
     _refuse_mixing(
         period=period,
         currency=currency,
-        present=currencies_of(start=period.starts_at, end=period.ends_at, period=period),
+        present=currencies_of(
+            start=period.starts_at, end=period.ends_at, period=period, other_than=other_than
+        ),
     )
 
 
-def check_card_currency(*, currency: str, start: datetime, end: datetime | None) -> None:
-    """A new rate card over [start, end) keeps each period it touches to one currency: checked on
-    the periods that exist, and on the cards in force over the same span."""
+def check_card_currency(
+    *, currency: str, start: datetime, end: datetime | None, other_than: Any = None
+) -> None:
+    """A rate card over [start, end) (new, or ``other_than`` edited) keeps each period it touches to
+    one currency: checked on the periods that exist, and on the cards in force over the same span."""
     periods = BillingPeriod.objects.filter(ends_at__gt=start)
     if end is not None:
         periods = periods.filter(starts_at__lt=end)
     for period in periods.order_by("starts_at"):
-        check_period_currency(period=period, currency=currency)
-    present = currencies_of(start=start, end=end)
+        check_period_currency(period=period, currency=currency, other_than=other_than)
+    present = currencies_of(start=start, end=end, other_than=other_than)
     if present - {currency} and not periods.exists():
         raise Conflict(
             f"rate cards then are in {', '.join(sorted(present - {currency}))}: one currency per period",

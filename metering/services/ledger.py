@@ -5,8 +5,9 @@ card-hours it is charged by the card-hour rule, piece by piece inside the hour
 (metering/chargeback/split.py). Beside them, each node's card-hours and what nobody held (idle).
 
 Idempotent: re-metering an hour of an open (or closing) period replaces its rows with the same rows;
-for a closed period, whose rows the database refuses to change, the differences become adjustments
-in the next open period, net of the adjustments already booked, so nothing is billed twice.
+for a closed period, whose rows the database refuses to change, the differences (the shares' and each
+node's idle) become adjustments in the next open period, net of the adjustments already booked, so
+nothing is billed twice.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def meter_allocation_hour(
                 fresh=usage,
                 meters=(Meter.ALLOCATED_GE_HOURS,),
                 what="allocation data",
+                capacity=capacity,
             )
         else:
             UsageHour.objects.filter(cluster_id=cluster_id, hour=hour, source=LEDGER_SOURCE).delete()

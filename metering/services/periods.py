@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -97,11 +98,18 @@ def start_closing_period(*, actor: Any, period_id: uuid.UUID, now: datetime | No
 
 
 def close_billing_period(
-    *, actor: Any, period_id: uuid.UUID, now: datetime | None = None, idle: str | None = None
+    *,
+    actor: Any,
+    period_id: uuid.UUID,
+    now: datetime | None = None,
+    idle: str | None = None,
+    acknowledge_unpriced: bool = False,
 ) -> BillingPeriod:
     """Build the final report and close: from then on the database refuses any change to the period's
     rows, and late data becomes adjustments in the next open period. Locks the period; closing a
-    closed period is refused (409), so a double click cannot rebuild a frozen report."""
+    closed period is refused (409), so a double click cannot rebuild a frozen report. A final report
+    with unpriced card-hours closes only with ``acknowledge_unpriced`` (else 409, nothing written):
+    they would be frozen at no cost; the audit event records the hours and the acknowledgement."""
     now = now or timezone.now()
     with transaction.atomic():
         period = _lock_unclosed(actor=actor, period_id=period_id)
@@ -115,6 +123,14 @@ def close_billing_period(
             )
         before = snapshot(period, AUDITED)
         write_report(period=period, at=now, idle=idle)
+        unpriced = Decimal(period.summary.get("unpriced_card_hours", "0"))
+        if unpriced and not acknowledge_unpriced:
+            # Raised inside the transaction: the report just written is rolled back with it.
+            raise Conflict(
+                f"{unpriced.normalize():f} card-hours of {period.label} have no rate card: add one, or "
+                "acknowledge that they close unpriced (at no cost).",
+                code="unpriced_usage",
+            )
         issue_statements(period=period, at=now)
         period.state, period.closed_at, period.closed_by = PeriodState.CLOSED, now, actor
         period.closing_at = period.closing_at or now
@@ -124,6 +140,10 @@ def close_billing_period(
             action="billing_period.closed",
             obj=period,
             before=before,
-            after=snapshot(period, AUDITED),
+            after={
+                **snapshot(period, AUDITED),
+                "unpriced_card_hours": str(unpriced),
+                "unpriced_acknowledged": bool(unpriced and acknowledge_unpriced),
+            },
         )
     return period

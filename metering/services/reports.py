@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -36,6 +37,7 @@ from metering.models import (
     ReportLine,
     UsageHour,
 )
+from metering.models.periods import IDLE_METER
 from metering.services.pricing import load_cards, price_segments
 from tenants.models import Tenant
 
@@ -186,6 +188,13 @@ def compute_period_chargeback(
     return compute_chargeback(usage=usage, capacity=capacity, idle=idle), pools_by_id(pools)
 
 
+def unpriced_card_hours_of(*, period: BillingPeriod) -> Decimal:
+    """The card-hours of ``period`` no rate card covers now (usage and idle): what closing it would
+    freeze unpriced. Reads only (one chargeback of the month)."""
+    chargeback, _ = compute_period_chargeback(period=period)
+    return chargeback.unpriced_card_hours
+
+
 def priced_quantity(*, basis: str, allocated: Decimal, used: Decimal, weight: Decimal) -> Decimal:
     """The card-hours a rate card prices: allocation, what the card-hour rule charged; utilisation,
     the GE-hours used; blended, ``weight`` x allocated + (1 - weight) x used, to the nanohour."""
@@ -201,12 +210,18 @@ def pools_by_id(pools: dict[tuple[Any, str], str]) -> dict[str, str]:
 
 
 def _priced_adjustments(*, period: BillingPeriod, tenants: dict[str, Any]) -> Iterator[PricedUsage]:
-    """Adjustments booked into ``period`` of the priced meters (GE-hours held and used), each priced
-    at the rate card and on the basis of the hour it corrects: an allocation adjustment's card-hours
-    count ``w``, a utilisation one's GE-hours ``1 - w`` (allocation basis w = 1, utilisation w = 0,
-    blended the card's weight), as ``priced_quantity`` weighs the two meters of an hour."""
+    """Adjustments booked into ``period`` of the priced meters (GE-hours held and used) and of idle,
+    each priced at the rate card and on the basis of the hour it corrects: an allocation adjustment's
+    card-hours count ``w``, a utilisation one's GE-hours ``1 - w`` (allocation basis w = 1, utilisation
+    w = 0, blended the card's weight), as ``priced_quantity`` weighs the two meters of an hour.
+
+    Idle moves the other way, so that the corrected pool still recovers cards x hours x price across
+    periods: a node's idle adjustment (the allocation basis' idle) counts ``w``, and a utilisation
+    adjustment takes its ``1 - w`` share back out of idle (that basis' idle is what use leaves)."""
     rows = list(
-        Adjustment.objects.filter(period=period, meter__in=(Meter.ALLOCATED_GE_HOURS, Meter.USED_GE_HOURS))
+        Adjustment.objects.filter(
+            period=period, meter__in=(Meter.ALLOCATED_GE_HOURS, Meter.USED_GE_HOURS, IDLE_METER)
+        )
         .select_related("adjusts_period", "cluster")
         .order_by("hour", "share_key", "meter", "created_at")
     )
@@ -220,15 +235,10 @@ def _priced_adjustments(*, period: BillingPeriod, tenants: dict[str, Any]) -> It
         )
         card = seg[0].card if seg else None
         basis = card.basis if card else Basis.ALLOCATION
+        weight = card.blend_weight if card else ONE
         tenant = tenants.get(str(r.tenant_id)) if r.tenant_id else None
         held = r.meter == Meter.ALLOCATED_GE_HOURS
-        priced = priced_quantity(
-            basis=basis,
-            allocated=r.card_hours_delta if held else ZERO,
-            used=ZERO if held else r.quantity_delta,
-            weight=card.blend_weight if card else ONE,
-        )
-        yield PricedUsage(
+        corrected = PricedUsage(
             tenant=str(r.tenant_id or ""),
             tenant_path=tenant["path"] if tenant else "",
             pool=f"{r.cluster.name}/{r.pool_name}",
@@ -237,28 +247,66 @@ def _priced_adjustments(*, period: BillingPeriod, tenants: dict[str, Any]) -> It
             currency=card.currency if card else "",
             unit_price=card.price_per_ge_hour if card else None,
             ge_hours=r.quantity_delta if held else ZERO,
-            card_hours=priced,
+            card_hours=ZERO,
             kind="adjustment",
             adjusts=r.adjusts_period.label,
             basis=basis,
-            used_ge_hours=None if held else r.quantity_delta,
+            used_ge_hours=None if held or r.meter == IDLE_METER else r.quantity_delta,
             rate_card=str(card.pk) if card else "",
         )
+        if r.meter == IDLE_METER:
+            idle = priced_quantity(basis=basis, allocated=r.card_hours_delta, used=ZERO, weight=weight)
+            if idle:
+                yield _idle_of(corrected, idle)
+            continue
+        priced = priced_quantity(
+            basis=basis,
+            allocated=r.card_hours_delta if held else ZERO,
+            used=ZERO if held else r.quantity_delta,
+            weight=weight,
+        )
+        yield replace(corrected, card_hours=priced)
+        if not held and priced:
+            yield _idle_of(corrected, -priced)
+
+
+def _idle_of(corrected: PricedUsage, card_hours: Decimal) -> PricedUsage:
+    """The idle a correction moved: a platform line of the corrected pool, hour and price."""
+    return replace(
+        corrected,
+        tenant="",
+        tenant_path="",
+        flavor="",
+        ge_hours=ZERO,
+        card_hours=card_hours,
+        kind="idle_adjustment",
+        used_ge_hours=None,
+    )
 
 
 def build_period_report(
     *, period_id: uuid.UUID, at: datetime | None = None, idle: str | None = None
 ) -> BillingPeriod:
     """Replace the period's report lines and summary with a fresh build (``idle``: central or
-    distributed, else as last built). Locks the period; refused once it is closed. Idempotent: the
-    same ledger gives the same lines."""
+    distributed, else as last built). Locks the period only to replace the lines; refused once it is
+    closed. Idempotent: the same ledger gives the same lines."""
+    period = _open_period(BillingPeriod.objects.filter(pk=period_id).first())
+    mode = idle_mode_of(period, idle)
+    # Computed before the lock, from committed rows: summing a month of ledger takes a while (minutes
+    # on the demo's SQLite, where a write transaction stops every other writer, logins included).
+    # A draft is the ledger as read then; a close meanwhile wins, and this build is refused below.
+    chargeback, _ = compute_period_chargeback(period=period, idle=mode)
     with transaction.atomic():
-        period = BillingPeriod.objects.select_for_update().filter(pk=period_id).first()
-        if period is None:
-            raise NotFound("No such billing period.")
-        if period.state == PeriodState.CLOSED:
-            raise Conflict(f"billing period {period.label} is closed", code="period_closed")
-        write_report(period=period, at=at or timezone.now(), idle=idle)
+        period = _open_period(BillingPeriod.objects.select_for_update().filter(pk=period_id).first())
+        store_report(period=period, chargeback=chargeback, mode=mode, at=at or timezone.now())
+    return period
+
+
+def _open_period(period: BillingPeriod | None) -> BillingPeriod:
+    if period is None:
+        raise NotFound("No such billing period.")
+    if period.state == PeriodState.CLOSED:
+        raise Conflict(f"billing period {period.label} is closed", code="period_closed")
     return period
 
 
@@ -274,6 +322,12 @@ def write_report(*, period: BillingPeriod, at: datetime, idle: str | None = None
     """Inside the caller's transaction, with ``period`` locked and not closed."""
     mode = idle_mode_of(period, idle)
     chargeback, _ = compute_period_chargeback(period=period, idle=mode)
+    store_report(period=period, chargeback=chargeback, mode=mode, at=at)
+
+
+def store_report(*, period: BillingPeriod, chargeback: Chargeback, mode: str, at: datetime) -> None:
+    """Replace the period's lines and summary with this chargeback's; inside the caller's
+    transaction, with ``period`` locked and not closed."""
     tenants = {str(t["pk"]): t for t in Tenant.objects.values("pk", "slug", "cost_centre")}
     ReportLine.objects.filter(period=period).delete()
     ReportLine.objects.bulk_create(
@@ -362,6 +416,55 @@ def summary_of(chargeback: Chargeback) -> dict[str, Any]:
                 "amount": str(r.amount),
             }
             for r in chargeback.rollups
-        ],
+        ]
+        + _unpriced_rollups(chargeback, slugs),
         "unpriced_card_hours": str(chargeback.unpriced_card_hours),
+        "unpriced": _unpriced_pools(chargeback),
     }
+
+
+def _unpriced_rollups(chargeback: Chargeback, slugs: dict[str, str]) -> list[dict[str, Any]]:
+    """Each tenant's unpriced usage, rolled up the tree like the priced roll-ups, as rows with no
+    currency and no amount: a tenant's GE-hours over its roll-up rows are all it held (what the Usage
+    page shows), priced or not."""
+    totals: dict[str, list[Decimal]] = {}
+    for line in chargeback.lines:
+        if line.amount is not None or line.kind == "idle" or not line.tenant_path:
+            continue
+        parts = [p for p in line.tenant_path.split("/") if p]
+        for depth in range(1, len(parts) + 1):
+            acc = totals.setdefault("/" + "/".join(parts[:depth]) + "/", [Decimal(0), Decimal(0)])
+            acc[0] += line.ge_hours
+            acc[1] += line.card_hours
+    return [
+        {
+            "tenant": slugs.get(path, path),
+            "tenant_path": path,
+            "currency": "",
+            "ge_hours": str(ge_hours),
+            "card_hours": str(card_hours),
+            "amount": None,
+        }
+        for path, (ge_hours, card_hours) in sorted(totals.items())
+    ]
+
+
+def _unpriced_pools(chargeback: Chargeback) -> list[dict[str, Any]]:
+    """The pools (and models) no rate card covered, with their charged and idle card-hours: listed in
+    the reconciliation beside the priced ones, so unpriced usage is never just absent from it."""
+    pools: dict[tuple[str, str], list[Decimal]] = {}
+    for line in chargeback.lines:
+        if line.amount is not None or line.kind == "adjustment":
+            continue
+        acc = pools.setdefault((line.pool, line.gpu_model), [Decimal(0), Decimal(0)])
+        acc[0 if line.kind == "charge" else 1] += line.card_hours
+    return [
+        {
+            "pool": pool,
+            "gpu_model": model,
+            "card_hours": str(charged + idle),
+            "charged_card_hours": str(charged),
+            "idle_card_hours": str(idle),
+        }
+        for (pool, model), (charged, idle) in sorted(pools.items())
+    ]

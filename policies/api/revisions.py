@@ -50,6 +50,11 @@ class PublishSerializer(StrictSerializer):
     pool = serializers.UUIDField()
     note = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
     rollback_of = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None)
+    confirm_no_agent = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Publish even though no node agent of the pool reports (the revision reaches no node).",
+    )
 
 
 class DryRunSerializer(StrictSerializer):
@@ -83,7 +88,11 @@ class PolicyRevisionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Sc
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         revision = publish_policy(
-            pool_id=data["pool"], actor=self.actor, note=data["note"], rollback_of=data["rollback_of"]
+            pool_id=data["pool"],
+            actor=self.actor,
+            note=data["note"],
+            rollback_of=data["rollback_of"],
+            confirm_no_agent=data["confirm_no_agent"],
         )
         return Response(self.get_serializer(revision).data, status=status.HTTP_201_CREATED)
 

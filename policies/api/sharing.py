@@ -18,6 +18,7 @@ from gpuplatform.errors import Forbidden
 from inventory.models import NodePool
 from policies.compiler import SharingMode, tradeoff
 from policies.models import SharingPolicy
+from policies.selectors import agent_coverage
 from policies.services.sharing import preview_policy, set_sharing_policy
 
 
@@ -90,7 +91,11 @@ class SharingPolicyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Sco
             parameters=data.get("parameters", instance.parameters if instance else {}),
             resource_name=data.get("resource_name", instance.resource_name if instance else ""),
         )
-        return Response(self.get_serializer(self.get_queryset().get(pk=policy.pk)).data, status=code)
+        body = dict(self.get_serializer(self.get_queryset().get(pk=policy.pk)).data)
+        # Saved all the same: a warning, not a refusal (publishing asks to confirm it).
+        warning = agent_coverage(pool_id=policy.pool_id).warning
+        body["warnings"] = [{"code": "policy.no_reporting_agent", "message": warning}] if warning else []
+        return Response(body, status=code)
 
     def create(self, request: Request) -> Response:
         """Declare (or replace) a pool's sharing; refused whole with every problem's code."""

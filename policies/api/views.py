@@ -1,4 +1,5 @@
-"""Platform-admin routes: bootstrap tokens, agents (list, revoke, reset) and rollouts (start, progress)."""
+"""Platform-admin routes: bootstrap tokens, agents (list, revoke, reset) and rollouts (start, progress,
+pause, resume, abort, roll back)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from gpuplatform.api.viewsets import ScopedViewSet
 from policies.api.serializers import BootstrapTokenSerializer, NodeAgentSerializer, RolloutSerializer
 from policies.models import AgentBootstrapToken, NodeAgent, NodePolicyState, Rollout
 from policies.services import agents as agent_services
+from policies.services import rollout_controls
 from policies.services import rollouts as rollout_services
 
 
@@ -115,3 +117,31 @@ class RolloutViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
             approve_drain=data["approve_drain"],
         )
         return Response(self.get_serializer(self.get_queryset().get(pk=rollout.pk)).data, status=201)
+
+    def _control(self, control: Any, status_code: int = 200) -> Response:
+        rollout = self.get_object()
+        result = control(actor=self.actor, rollout_id=rollout.pk)
+        return Response(self.get_serializer(self.get_queryset().get(pk=result.pk)).data, status=status_code)
+
+    @extend_schema(request=None, responses=RolloutSerializer)
+    @action(detail=True, methods=["post"])
+    def pause(self, request: Request, pk: str) -> Response:
+        """Start no further node; nodes already given the revision finish applying it."""
+        return self._control(rollout_controls.pause_rollout)
+
+    @extend_schema(request=None, responses=RolloutSerializer)
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: str) -> Response:
+        return self._control(rollout_controls.resume_rollout)
+
+    @extend_schema(request=None, responses=RolloutSerializer)
+    @action(detail=True, methods=["post"])
+    def abort(self, request: Request, pk: str) -> Response:
+        """Stop for good: nodes that applied the revision keep it, the others stay on what they ran."""
+        return self._control(rollout_controls.abort_rollout)
+
+    @extend_schema(request=None, responses={201: RolloutSerializer})
+    @action(detail=True, methods=["post"])
+    def rollback(self, request: Request, pk: str) -> Response:
+        """Return the nodes it reached to the revision before it; answers the new rollout (kind rollback)."""
+        return self._control(rollout_controls.roll_back_rollout, status_code=201)

@@ -14,9 +14,15 @@ from policies.node_states import NodeState
 
 class RolloutState(models.TextChoices):
     RUNNING = "running", "running"
+    # Held by a platform-admin: no new node is started; nodes already given the revision finish.
+    PAUSED = "paused", "paused"
     SUCCEEDED = "succeeded", "succeeded"
     FAILED = "failed", "failed (rolled back)"
-    CANCELLED = "cancelled", "cancelled"
+    CANCELLED = "cancelled", "aborted"
+
+
+# A rollout in one of these still holds its pool: no other may start there.
+ACTIVE_STATES = (RolloutState.RUNNING, RolloutState.PAUSED)
 
 
 class OperationKind(models.TextChoices):
@@ -55,9 +61,9 @@ class Rollout(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["pool"],
-                condition=models.Q(state="running"),
-                name="one_running_rollout_per_pool",
-                violation_error_message="A rollout is already running on this pool.",
+                condition=models.Q(state__in=["running", "paused"]),
+                name="one_active_rollout_per_pool",
+                violation_error_message="A rollout is already running (or paused) on this pool.",
             )
         ]
 

@@ -23,12 +23,19 @@ from policies import signing
 from policies.compiler import SharingMode, render_bundle
 from policies.compiler.naming import pool_resource_name, resource_renames
 from policies.models import PolicyRevision, SharingPolicy
-from policies.selectors import pool_spec, sharing_spec
+from policies.selectors import agent_coverage, pool_spec, sharing_spec
 from policies.signals import revision_published
 from quotas.models import Flavor, FlavorKind
 from quotas.services.resources import rename_pool_resources
 
-__all__ = ["DryRun", "diff_revisions", "dry_run", "mig_layout", "publish_policy"]
+__all__ = [
+    "DryRun",
+    "diff_revisions",
+    "dry_run",
+    "flavors_follow_revision",
+    "mig_layout",
+    "publish_policy",
+]
 
 
 def _declared(policy: SharingPolicy) -> dict[str, Any]:
@@ -53,19 +60,35 @@ def _pool_has_mig_now(pool: NodePool) -> bool:
 
 
 def publish_policy(
-    *, pool_id: uuid.UUID | str, actor: Any, note: str = "", rollback_of: int | None = None
+    *,
+    pool_id: uuid.UUID | str,
+    actor: Any,
+    note: str = "",
+    rollback_of: int | None = None,
+    confirm_no_agent: bool = False,
 ) -> PolicyRevision:
     """Make the pool's next revision from its declared policy. Locks the policy row, so numbers are
     never taken twice; refuses when nothing changed since the last revision (``policy.unchanged``).
     ``rollback_of=N``: the next number carries revision N's bundle verbatim (its policy gets
     ``"rollback_of": N``) and the declared policy goes back to N's, so revision numbers only grow.
     Platform-admins, or the system (``actor`` None: the rollout's automatic rollback). Audited in
-    the same transaction; ``revision_published`` is sent after commit."""
+    the same transaction; ``revision_published`` is sent after commit.
+
+    The pool's flavors are not renamed here: nodes advertise the new names only once they apply the
+    revision, so the flavors follow when its rollout has converged (``flavors_follow_revision``).
+    A pool where no agent reports is refused (``policy.no_reporting_agent``) unless the caller
+    confirms (``confirm_no_agent``): the revision would reach no node."""
     if actor is not None and not getattr(actor, "is_platform_admin", False):
         raise Forbidden("Only platform-admins publish sharing policies.")
     with transaction.atomic():
         policy = _policy_of(pool_id, lock=True)
         pool = policy.pool
+        coverage = agent_coverage(pool_id=pool.pk)
+        unconfirmed = bool(coverage.warning) and not confirm_no_agent
+        if actor is not None and rollback_of is None and unconfirmed:
+            raise Conflict(
+                f"{coverage.warning} Confirm to publish all the same.", code="policy.no_reporting_agent"
+            )
         previous = PolicyRevision.objects.filter(pool=pool).order_by("-number").first()
         number = (previous.number if previous else 0) + 1
         if rollback_of is not None:
@@ -107,7 +130,7 @@ def publish_policy(
             created_by=actor if getattr(actor, "pk", None) else None,
         )
         SharingPolicy.objects.filter(pk=policy.pk).update(published_revision=number)
-        renamed = _flavors_follow(pool=pool, declared=declared, actor=actor)
+        pending = _renames(pool=pool, declared=declared)
         record_event(
             actor=actor,
             action="policy_revision.published",
@@ -120,8 +143,10 @@ def publish_policy(
                 "content_hash": digest,
                 "needs_drain": needs_drain,
                 "note": note,
-                "flavors_renamed": renamed,
+                "flavor_renames_on_convergence": pending,
                 "rollback_of": rollback_of,
+                "agents": coverage.as_dict(),
+                "no_reporting_agent_confirmed": bool(coverage.warning) and confirm_no_agent,
             },
         )
         transaction.on_commit(lambda: revision_published.send(sender=PolicyRevision, revision=revision))
@@ -140,9 +165,9 @@ def _declare(policy: SharingPolicy, declared: dict[str, Any]) -> None:
     )
 
 
-def _flavors_follow(*, pool: NodePool, declared: dict[str, Any], actor: Any) -> dict[str, str]:
-    """The pool's device-plugin flavors take the names the pool will advertise, so a tenant's
-    ResourceQuota holds this pool apart from the others (quotas.services.resources)."""
+def _renames(*, pool: NodePool, declared: dict[str, Any]) -> dict[str, str]:
+    """How the pool's device-plugin flavors' resources would be named under ``declared``: the names
+    the pool advertises then, so a tenant's ResourceQuota holds this pool apart from the others."""
     names = sorted(
         {
             str(r["name"])
@@ -152,14 +177,24 @@ def _flavors_follow(*, pool: NodePool, declared: dict[str, Any], actor: Any) -> 
             for r in resources
         }
     )
-    renames = resource_renames(
+    return resource_renames(
         mode=declared["mode"],
         strategy=str((declared.get("parameters") or {}).get("strategy") or ""),
         pool=pool.name,
         resource_name=declared["resource_name"],
         names=names,
     )
-    rename_pool_resources(pool_id=pool.pk, renames=renames, actor=actor)
+
+
+def flavors_follow_revision(*, revision: PolicyRevision, actor: Any) -> dict[str, str]:
+    """Rename the pool's flavors' resources (and the quotas and live requests on them) to what the
+    pool's nodes advertise under ``revision``, once every node has converged on it: until then the
+    nodes still advertise the old names, and a flavor renamed early offers nothing. Runs inside the
+    caller's transaction (the rollout's, which holds the pool's node rows); idempotent."""
+    if not {"mode", "resource_name"} <= set(revision.policy):
+        return {}  # a bundle made without a declared policy (imported): no names to follow
+    renames = _renames(pool=revision.pool, declared=revision.policy)
+    rename_pool_resources(pool_id=revision.pool_id, renames=renames, actor=actor)
     return renames
 
 
@@ -287,6 +322,8 @@ def dry_run(*, pool_id: uuid.UUID | str) -> DryRun:
             "labels": bundle["labels"],
             "nodes": nodes,
             "blocked_nodes": sorted(n["node"] for n in nodes if n["blocked_by"]),
+            "agents": agent_coverage(pool_id=pool.pk).as_dict(),
+            "flavor_renames_on_convergence": {} if unchanged else _renames(pool=pool, declared=declared),
         }
     )
 

@@ -32,6 +32,7 @@ from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from inventory.models import Cluster, Node, NodePool
 from policies import draining, push, signing
 from policies.models import (
+    ACTIVE_STATES,
     NodePolicyState,
     OperationKind,
     PolicyRevision,
@@ -41,7 +42,7 @@ from policies.models import (
 )
 from policies.node_states import Event, NodeState
 from policies.services.delivery import ADVANCE_TASK, fail_node, move
-from policies.services.revisions import publish_policy
+from policies.services.revisions import flavors_follow_revision, publish_policy
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +77,10 @@ def start_rollout(
         revision = PolicyRevision.objects.filter(pk=revision_id, pool=pool).first()
         if revision is None:
             raise NotFound("No such revision on this pool.", code="revision_not_found", field="revision")
-        running = Rollout.objects.filter(pool=pool, state=RolloutState.RUNNING).first()
+        running = Rollout.objects.filter(pool=pool, state__in=ACTIVE_STATES).first()
         if running is not None:
             raise Conflict(
-                f"Rollout {running.pk} of r{running.revision.number} is still running on this pool.",
+                f"Rollout {running.pk} of r{running.revision.number} is still {running.state} on this pool.",
                 code="rollout.already_running",
             )
         last = (
@@ -274,11 +275,18 @@ def _drive(rollout: Rollout, rows: list[NodePolicyState], step: _Pass) -> None:
         rollout.state = RolloutState.SUCCEEDED
         rollout.finished_at = timezone.now()
         rollout.save(update_fields=["state", "finished_at"])
+        # Every node now advertises what the revision names: the flavors follow, not before.
+        renamed = flavors_follow_revision(revision=target, actor=None)
         record_event(
             actor=None,
             action="rollout.succeeded",
             obj=rollout,
-            after={"revision": target.number, "nodes": len(rows), "waves": rollout.waves_started},
+            after={
+                "revision": target.number,
+                "nodes": len(rows),
+                "waves": rollout.waves_started,
+                "flavors_renamed": renamed,
+            },
         )
 
 
@@ -460,11 +468,26 @@ def _finish_failed(
         rollout.save(update_fields=["state", "finished_at", "message"])
         record_event(actor=None, action="rollout.failed", obj=rollout, after={"message": rollout.message})
         return
+    back = begin_rollback(rollout, rows, step, actor=None)
+    rollout.message = f"failed on {names}; rolled back to r{previous.number} as r{back.revision.number}"
+    rollout.save(update_fields=["state", "finished_at", "message"])
+    record_event(actor=None, action="rollout.failed", obj=rollout, after={"message": rollout.message})
+
+
+def begin_rollback(
+    rollout: Rollout, rows: list[NodePolicyState], step: _Pass, *, actor: User | None
+) -> Rollout:
+    """Make the next revision carrying ``rollout.from_revision``'s bundle and start rolling it out at
+    once over the nodes ``rollout`` reached, failed ones first. The caller holds the rollout's and
+    the pool's node rows' locks, sets ``rollout``'s own final state, and acts on ``step`` after
+    commit. Audited (the new revision and the new rollout)."""
+    previous = rollout.from_revision
+    assert previous is not None
     target = rollout.revision
     note = f"rollback of r{target.number} to r{previous.number}"
     if SharingPolicy.objects.filter(pool=rollout.pool).exists():
         # The one maker of revisions: the next number, r{previous}'s bundle verbatim, audited there.
-        back = publish_policy(pool_id=rollout.pool_id, actor=None, note=note, rollback_of=previous.number)
+        back = publish_policy(pool_id=rollout.pool_id, actor=actor, note=note, rollback_of=previous.number)
     else:
         # A pool whose revisions were made without a declared policy (imported bundles): the same
         # revision by hand, numbers still only growing.
@@ -480,16 +503,19 @@ def _finish_failed(
             key_id=signing.key_id(),
             needs_drain=target.needs_drain or previous.needs_drain,
             note=note,
+            created_by=actor,
         )
-    number = back.number
     record_event(
-        actor=None,
+        actor=actor,
         action="policy_revision.rollback_created",
         obj=back,
-        after={"number": number, "bundle_of": previous.number, "replaces": target.number},
+        after={"number": back.number, "bundle_of": previous.number, "replaces": target.number},
     )
-    rollout.message = f"failed on {names}; rolled back to r{previous.number} as r{number}"
-    rollout.save(update_fields=["state", "finished_at", "message"])
+    # The rollout being replaced leaves the running states first: one active rollout per pool.
+    if rollout.state in ACTIVE_STATES:
+        rollout.state = RolloutState.CANCELLED
+        rollout.finished_at = timezone.now()
+    rollout.save(update_fields=["state", "finished_at"])
     rollback = Rollout.objects.create(
         pool=rollout.pool,
         revision=back,
@@ -497,17 +523,16 @@ def _finish_failed(
         kind=OperationKind.ROLLBACK,
         max_unavailable=rollout.max_unavailable,
         approve_drain=rollout.approve_drain,
+        created_by=actor,
     )
     rollout.rolled_back_by = rollback
     rollout.save(update_fields=["rolled_back_by"])
-    record_event(actor=None, action="rollout.failed", obj=rollout, after={"message": rollout.message})
     record_event(
-        actor=None,
+        actor=actor,
         action="rollout.started",
         obj=rollback,
-        after={"revision": number, "kind": "rollback", "from_revision": target.number},
+        after={"revision": back.number, "kind": "rollback", "from_revision": target.number},
     )
-    # The roll back starts at once with the nodes the failed rollout reached, failed ones first.
     rollback.waves_started = 1
     rollback.save(update_fields=["waves_started"])
     for row in sorted(
@@ -516,3 +541,4 @@ def _finish_failed(
     ):
         _assign(row, rollback, step)
     queue_advance(rollback.pk)
+    return rollback

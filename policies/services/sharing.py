@@ -24,7 +24,7 @@ from policies.compiler import (
 )
 from policies.compiler.naming import pool_resource_name
 from policies.models import SharingPolicy
-from policies.selectors import pool_spec
+from policies.selectors import agent_coverage, pool_spec
 
 AUDITED = ("pool_id", "mode", "parameters", "resource_name")
 
@@ -85,6 +85,8 @@ def preview_policy(
         "models": [{"model": m.model_key, "cards": m.cards, "nodes": m.nodes} for m in pool_data.models],
         "problems": [{"code": p.code, "message": p.message, "field": p.field} for p in problems],
         "valid": not problems,
+        # Valid all the same: nodes without agents just never get it (publishing asks to confirm).
+        "agents": agent_coverage(pool_id=pool.pk).as_dict(),
     }
     if not problems:
         result = pool_yield(spec=spec, pool=pool_data)

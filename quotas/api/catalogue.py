@@ -19,6 +19,7 @@ from quotas.models.catalogue import fraction_text
 from quotas.runner.inputs import physical_free
 from quotas.selectors import flavor_enforcement, quota_standing
 from quotas.services import catalogue as catalogue_services
+from quotas.services.advice import catalogue_warnings
 
 
 class ScopedRelations:
@@ -220,15 +221,23 @@ class PriorityClassFilter(FilterSet):
 
 
 class CatalogViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
-    """Create, change and delete through the catalogue services (rights and audit live there)."""
+    """Create, change and delete through the catalogue services (rights and audit live there). A
+    write answers the row with ``warnings``: valid values that are probably not meant (never a
+    refusal; quotas.services.advice)."""
 
     model: type[Any]
+
+    def _saved(self, obj: Any, **kwargs: Any) -> Response:
+        warnings = catalogue_warnings(model=self.model, values={}, current=obj)
+        return Response(
+            {**self.get_serializer(obj).data, "warnings": [w.as_dict() for w in warnings]}, **kwargs
+        )
 
     def create(self, request: Request) -> Response:
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         obj = catalogue_services.create_entry(actor=self.actor, model=self.model, **serializer.validated_data)
-        return Response(self.get_serializer(obj).data, status=status.HTTP_201_CREATED)
+        return self._saved(obj, status=status.HTTP_201_CREATED)
 
     def update(self, request: Request, pk: str, partial: bool = False) -> Response:
         obj = self.get_object()
@@ -237,7 +246,7 @@ class CatalogViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
         obj = catalogue_services.update_entry(
             actor=self.actor, model=self.model, pk=obj.pk, **serializer.validated_data
         )
-        return Response(self.get_serializer(obj).data)
+        return self._saved(obj)
 
     def partial_update(self, request: Request, pk: str) -> Response:
         return self.update(request, pk, partial=True)

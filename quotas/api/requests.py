@@ -86,6 +86,7 @@ class CapacityRequestSerializer(StrictModelSerializer):
             "borrowed",
             "warnings",
             "approval",
+            "approval_basis",
             "preempted_by",
             "cluster_objects",
             "created_by",

@@ -72,6 +72,9 @@ class CapacityRequest(models.Model):
     approval = models.CharField(
         max_length=16, choices=ApprovalState.choices, default=ApprovalState.NOT_REQUIRED
     )
+    # Why it awaits approval, from the figures the engine judged under the cohort lock: per flavor
+    # whose threshold it crossed, the threshold, the resource and what the governing subtree would hold.
+    approval_basis = models.JSONField(default=list, blank=True)
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

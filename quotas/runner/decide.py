@@ -14,7 +14,7 @@ from gpuplatform.db.bulk_update import update_each
 from quotas import admission as engine
 from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor, RequestTransition
-from quotas.runner.inputs import Explained, Names, build_snapshot, ge_of, micros, physical_free
+from quotas.runner.inputs import Explained, SnapshotRows, build_snapshot, ge_of, micros, physical_free
 from quotas.runner.locks import lock_flavors
 
 MAX_PASSES = 3  # a pass that preempts may let more in on the next; three is plenty in practice
@@ -22,11 +22,9 @@ MAX_PASSES = 3  # a pass that preempts may let more in on the next; three is ple
 
 @dataclass
 class AdmissionRun:
-    """What one admission run did, for callers and for queueing materialisation after commit."""
+    """What the engine decided in one admission run, by request id; `persist` writes it."""
 
     decisions: dict[str, engine.Decision] = field(default_factory=dict)
-    admitted: list[uuid.UUID] = field(default_factory=list)
-    preempted: list[uuid.UUID] = field(default_factory=list)
 
 
 def _loans(decision: engine.Decision) -> list[dict[str, Any]]:
@@ -50,14 +48,15 @@ def decide_cohort(
     now: datetime,
     extra: list[CapacityRequest] | None = None,
     check: Callable[[engine.Snapshot], None] | None = None,
-    only: str | None = None,
-) -> tuple[AdmissionRun, Names]:
+    arrival_id: str | None = None,
+) -> tuple[AdmissionRun, SnapshotRows]:
     """Run the engine over the cohort: `schedule` passes until no preemption frees more. The caller
     holds the cohort lock; this takes the flavor locks last and returns holding them, so the caller's
-    writes follow at once. ``check`` may refuse (raise) on the first snapshot, before any flavor lock."""
+    writes follow at once. ``check`` may refuse (raise) on the first snapshot, before any flavor lock;
+    ``arrival_id`` names a new arrival (in ``extra``) to decide alone."""
     key = tuple(sorted(str(f.pk) for f in flavors))
     guess = _last_free.get(key)
-    snapshot, names = build_snapshot(
+    snapshot, snapshot_rows = build_snapshot(
         root_path=root_path,
         flavors=flavors,
         now=now,
@@ -66,15 +65,15 @@ def decide_cohort(
     )
     if check is not None:
         check(snapshot)
-    outcome = _decide(snapshot, only)
+    outcome = _decide(snapshot, arrival_id)
     lock_flavors(flavor_ids=[f.pk for f in flavors])
     exact = physical_free(flavors)
     if exact != snapshot.free:  # another cohort took or freed capacity meanwhile: decide again
-        outcome = _decide(replace(snapshot, free=exact), only)
+        outcome = _decide(replace(snapshot, free=exact), arrival_id)
     if len(_last_free) > 1_000:
         _last_free.clear()
     _last_free[key] = _free_after(exact, outcome, snapshot)
-    return outcome, names
+    return outcome, snapshot_rows
 
 
 def _free_after(
@@ -97,13 +96,13 @@ def _free_after(
 _last_free: dict[tuple[str, ...], dict[str, dict[str, int]]] = {}
 
 
-def _decide(snapshot: engine.Snapshot, only: str | None) -> AdmissionRun:
+def _decide(snapshot: engine.Snapshot, arrival_id: str | None) -> AdmissionRun:
     outcome = AdmissionRun()
-    if only is not None:
+    if arrival_id is not None:
         # The fast path for a new arrival: decide it alone. It cannot make room for anyone else
         # (it only takes capacity), so the other pending requests' decisions stand as they are;
         # the loop refreshes their positions.
-        decision = engine.decide(snapshot=snapshot, request_id=only)
+        decision = engine.decide(snapshot=snapshot, request_id=arrival_id)
         outcome.decisions[decision.request_id] = decision
         return outcome
     for _ in range(MAX_PASSES):
@@ -116,123 +115,148 @@ def _decide(snapshot: engine.Snapshot, only: str | None) -> AdmissionRun:
     return outcome
 
 
-def persist(*, outcome: AdmissionRun, names: Names, now: datetime) -> list[RequestTransition]:
+@dataclass(frozen=True)
+class Persisted:
+    """What `persist` wrote: the transitions, and the requests whose cluster objects must follow after
+    commit (admitted ones raised, preempted ones lowered or removed)."""
+
+    transitions: list[RequestTransition]
+    admitted: list[uuid.UUID]
+    preempted: list[uuid.UUID]
+
+
+def persist(*, outcome: AdmissionRun, snapshot_rows: SnapshotRows, now: datetime) -> Persisted:
     """Write what the engine decided: admissions, preemptions, and why the rest still wait. The
     snapshot's unsaved requests are inserted here, submitted and already in their decided state, all
-    through `quotas.lifecycle`. Returns the transitions written."""
+    through `quotas.lifecycle`."""
     decisions = outcome.decisions
     victims = {v.request_id: (d, v) for d in decisions.values() if d.admitted for v in d.victims}
-    # Rows that change state are read whole (they are few); waiting rows were read by the snapshot.
+    rows = _rows_moving(decisions, victims, snapshot_rows)
+    submissions = [_submission(row, decisions.get(rid)) for rid, row in snapshot_rows.unsaved.items()]
+    to_admit = [(rid, d) for rid, d in decisions.items() if d.admitted and rid not in victims]
+    admissions = [
+        # admitted_order: after every earlier admission, in the order the engine decided them
+        _admission(rows[rid], decision, snapshot_rows, now=now, order=micros(now) + n)
+        for n, (rid, decision) in enumerate(to_admit, start=1)
+    ]
+    preemptions = [_preemption(rows[rid], by, victim) for rid, (by, victim) in victims.items()]
+    _explain_waits(decisions, snapshot_rows, now)
+    transitions = move_requests(moves=[*submissions, *admissions, *preemptions], now=now)
+    return Persisted(
+        transitions=transitions,
+        admitted=[move.request.pk for move in admissions],
+        preempted=[move.request.pk for move in preemptions],
+    )
+
+
+def _rows_moving(
+    decisions: dict[str, engine.Decision],
+    victims: dict[str, tuple[engine.Decision, engine.Victim]],
+    snapshot_rows: SnapshotRows,
+) -> dict[str, CapacityRequest]:
+    """The requests that change state, by id: read whole (they are few; waiting rows were read by the
+    snapshot), the unsaved ones as they are."""
     moving = [rid for rid, d in decisions.items() if d.admitted] + list(victims)
-    saved = [uuid.UUID(rid) for rid in moving if rid not in names.unsaved]
-    full: dict[str, CapacityRequest] = dict(names.unsaved)
+    saved = [uuid.UUID(rid) for rid in moving if rid not in snapshot_rows.unsaved]
+    rows: dict[str, CapacityRequest] = dict(snapshot_rows.unsaved)
     if saved:
-        full.update((str(r.pk), r) for r in CapacityRequest.objects.filter(pk__in=saved))
-    submitted = {
-        rid: Move(
-            request=row,
-            event=Event.SUBMIT,
-            by=ActorKind.REQUESTER,
-            actor=row.created_by,
-            reason_code="submitted",
-            message=row.reason,
-        )
-        for rid, row in names.unsaved.items()
+        rows.update((str(r.pk), r) for r in CapacityRequest.objects.filter(pk__in=saved))
+    return rows
+
+
+def _submission(row: CapacityRequest, decision: engine.Decision | None) -> Move:
+    """An unsaved request, inserted pending; one that waits is explained by its decision at once."""
+    return Move(
+        request=row,
+        event=Event.SUBMIT,
+        by=ActorKind.REQUESTER,
+        actor=row.created_by,
+        reason_code="submitted",
+        message=row.reason,
+        changes=_wait_fields(decision) if decision is not None and not decision.admitted else {},
+    )
+
+
+def _wait_fields(decision: engine.Decision) -> dict[str, Any]:
+    """How a waiting request explains itself: why, where it stands, each flavor's answer."""
+    return {
+        "reason_code": str(decision.reason or ""),
+        "message": decision.message,
+        "queue_position": decision.queue_position,
+        "cohort_position": decision.cohort_position,
+        "flavor_attempts": _attempts(decision),
     }
-    moves: list[Move] = list(submitted.values())
+
+
+def _admission(
+    row: CapacityRequest, decision: engine.Decision, snapshot_rows: SnapshotRows, *, now: datetime, order: int
+) -> Move:
+    """Admit the request on the flavor the engine chose, ``order``-th among this run's admissions."""
+    changes: dict[str, Any] = {"flavor_attempts": _attempts(decision)}
+    chosen = snapshot_rows.flavors[decision.flavor]
+    if chosen.pk != row.flavor_id:
+        # Admitted on a flavor it falls back to: that flavor is the one it holds (the hold
+        # trigger moves the count with it), the first choice joins the fallbacks it skipped.
+        first = str(row.flavor_id)
+        changes["fallback_flavors"] = [first, *(i for i in row.fallback_flavors if i != str(chosen.pk))]
+        changes["flavor_id"] = chosen.pk
+        changes["ge"] = request_ge(chosen, {r: int(a) for r, a in row.amounts.items()})
+    return Move(
+        request=row,
+        event=Event.ADMIT,
+        by=ActorKind.SYSTEM,
+        reason_code=str(decision.outcome),
+        message=decision.message,
+        changes={
+            **changes,
+            "admitted_at": now,
+            "admitted_order": order,
+            "expires_at": None if row.duration is None else now + row.duration,
+            "borrowed": _loans(decision),
+            "warnings": [{"code": w.code, "message": w.message} for w in decision.warnings],
+        },
+    )
+
+
+def _preemption(row: CapacityRequest, by: engine.Decision, victim: engine.Victim) -> Move:
+    """Preempt the victim, saying by whom only within the same tenant (the victim's tenant may not
+    see the preemptor's)."""
+    same_tenant = victim.tenant == by.tenant
+    preemptor = f"request {by.request_id} of {by.tenant!r}" if same_tenant else "a request of another tenant"
+    why = {
+        "reclaim": "reclaiming its nominal quota",
+        "reclaim_while_borrowing": "of higher priority borrowing within the cohort",
+    }.get(victim.cause, "of higher priority")
+    message = f"Preempted by {preemptor} {why}; the cluster objects of this request are lowered or removed."
+    return Move(
+        request=row,
+        event=Event.PREEMPT,
+        by=ActorKind.SYSTEM,
+        reason_code="preempted",
+        message=message,
+        changes={"preempted_by_id": uuid.UUID(by.request_id)},
+    )
+
+
+def _explain_waits(decisions: dict[str, engine.Decision], snapshot_rows: SnapshotRows, now: datetime) -> None:
+    """Stored requests that still wait, explained anew where their explanation changed (most waits
+    are unchanged: those rows are left as they are)."""
     explained: list[CapacityRequest] = []
-    order = micros(now)
     for rid, decision in decisions.items():
-        if decision.admitted and rid not in victims:
-            order += 1
-            row = full[rid]
-            changes: dict[str, Any] = {"flavor_attempts": _attempts(decision)}
-            chosen = names.flavors[decision.flavor]
-            if chosen.pk != row.flavor_id:
-                # Admitted on a flavor it falls back to: that flavor is the one it holds (the hold
-                # trigger moves the count with it), the first choice joins the fallbacks it skipped.
-                first = str(row.flavor_id)
-                changes["fallback_flavors"] = [
-                    first,
-                    *(i for i in row.fallback_flavors if i != str(chosen.pk)),
-                ]
-                changes["flavor_id"] = chosen.pk
-                changes["ge"] = request_ge(chosen, {r: int(a) for r, a in row.amounts.items()})
-            moves.append(
-                Move(
-                    request=row,
-                    event=Event.ADMIT,
-                    by=ActorKind.SYSTEM,
-                    reason_code=str(decision.outcome),
-                    message=decision.message,
-                    changes={
-                        **changes,
-                        "admitted_at": now,
-                        "admitted_order": order,
-                        "expires_at": None if row.duration is None else now + row.duration,
-                        "borrowed": _loans(decision),
-                        "warnings": [{"code": w.code, "message": w.message} for w in decision.warnings],
-                    },
-                )
-            )
-            outcome.admitted.append(row.pk)
-        elif not decision.admitted:
-            reason = str(decision.reason or "")
-            now_explained = Explained(
-                reason, decision.message, decision.queue_position, decision.cohort_position
-            )
-            if rid in submitted:
-                # A new request that waits: inserted pending, explained by its decision.
-                submitted[rid].changes.update(
-                    reason_code=reason,
-                    message=decision.message,
-                    queue_position=decision.queue_position,
-                    cohort_position=decision.cohort_position,
-                    flavor_attempts=_attempts(decision),
-                )
-            elif names.explained[rid] != now_explained:  # most waits are unchanged: leave those rows
-                explained.append(
-                    CapacityRequest(
-                        pk=uuid.UUID(rid),
-                        reason_code=reason,
-                        message=decision.message,
-                        queue_position=decision.queue_position,
-                        cohort_position=decision.cohort_position,
-                        flavor_attempts=_attempts(decision),
-                        updated_at=now,
-                    )
-                )
-    for rid, (by, victim) in victims.items():
-        # The victim's tenant may not see the preemptor's: name it only within the same tenant.
-        same_tenant = victim.tenant == by.tenant
-        preemptor = (
-            f"request {by.request_id} of {by.tenant!r}" if same_tenant else "a request of another tenant"
+        if decision.admitted or rid in snapshot_rows.unsaved:
+            continue
+        fields = _wait_fields(decision)
+        now_explained = Explained(
+            fields["reason_code"], decision.message, decision.queue_position, decision.cohort_position
         )
-        why = {
-            "reclaim": "reclaiming its nominal quota",
-            "reclaim_while_borrowing": "of higher priority borrowing within the cohort",
-        }.get(victim.cause, "of higher priority")
-        message = (
-            f"Preempted by {preemptor} {why}; the cluster objects of this request are lowered or removed."
-        )
-        moves.append(
-            Move(
-                request=full[rid],
-                event=Event.PREEMPT,
-                by=ActorKind.SYSTEM,
-                reason_code="preempted",
-                message=message,
-                changes={"preempted_by_id": uuid.UUID(by.request_id)},
-            )
-        )
-        outcome.preempted.append(full[rid].pk)
+        if snapshot_rows.explained[rid] != now_explained:
+            explained.append(CapacityRequest(pk=uuid.UUID(rid), **fields, updated_at=now))
     if explained:
         update_each(
             CapacityRequest,
             explained,
             ["reason_code", "message", "queue_position", "cohort_position", "flavor_attempts", "updated_at"],
         )
-    return move_requests(moves=moves, now=now)
 
 
 def request_ge(flavor: Flavor, amounts: dict[str, int]) -> Decimal:

@@ -3,7 +3,7 @@
 Scoping matters: a full-fleet snapshot costs ~200 ms, while a decision only ever looks at the
 requesting tenant's tree (quota is lent only within a cohort) and its flavors (its own and those it
 falls back to; physical capacity is per flavor). Engine names are slugs and flavor/class names, so
-the engine's messages read well; `Names` maps them back to rows.
+the engine's messages read well; `SnapshotRows` maps them back to rows.
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def physical_free(flavors: Iterable[Flavor]) -> dict[str, dict[str, int]]:
 
 
 @dataclass
-class Names:
+class SnapshotRows:
     """What persisting a decision needs of the rows the snapshot read: how each live request explains
     itself now, and the unsaved requests to insert."""
 
@@ -189,10 +189,10 @@ def build_snapshot(
     now: datetime,
     free: dict[str, dict[str, int]],
     extra: Iterable[CapacityRequest] = (),
-) -> tuple[engine.Snapshot, Names]:
+) -> tuple[engine.Snapshot, SnapshotRows]:
     """The cohort under ``root_path`` for ``flavors``, plus ``extra`` unsaved pending requests, with
     ``free`` physical capacity (see `physical_free`; the caller decides when to read it)."""
-    names = Names(flavors={f.name: f for f in flavors})
+    snapshot_rows = SnapshotRows(flavors={f.name: f for f in flavors})
     flavor_ids = [f.pk for f in flavors]
     catalogue = catalogue_of(root_path=root_path, flavors=flavors)
     slug_of, class_name, queue_of = catalogue.slug_of, catalogue.class_name, catalogue.queue_of
@@ -229,7 +229,7 @@ def build_snapshot(
         fallback_ids,
     ) in live:
         rid = str(pk)
-        names.explained[rid] = Explained(reason_code, message, queue_position, cohort_position)
+        snapshot_rows.explained[rid] = Explained(reason_code, message, queue_position, cohort_position)
         tenant, flavor = slug_of[tenant_id], flavor_name[flavor_id]
         if state == RequestState.PENDING:
             pending.append(
@@ -261,8 +261,8 @@ def build_snapshot(
             )
     for req in extra:
         rid = str(req.pk)
-        names.unsaved[rid] = req
-        names.explained[rid] = Explained(req.reason_code, req.message, None, None)
+        snapshot_rows.unsaved[rid] = req
+        snapshot_rows.explained[rid] = Explained(req.reason_code, req.message, None, None)
         pending.append(
             request_record(
                 rid=rid,
@@ -294,7 +294,7 @@ def build_snapshot(
         active=tuple(active),
         pending=tuple(pending),
     )
-    return snapshot, names
+    return snapshot, snapshot_rows
 
 
 def _budgets(

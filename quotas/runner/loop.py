@@ -14,15 +14,18 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import close_old_connections, transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from gpuplatform.audit.services import record_event
+from gpuplatform.health.heartbeats import beat
 from quotas.dispatch import materialise_after_commit
 from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor
 from quotas.models.requests import HOLDING, RequestState
-from quotas.runner.decide import AdmissionRun, decide_cohort, persist
+from quotas.runner.decide import Persisted, decide_cohort, persist
 from quotas.runner.inputs import cohort_root_path, root_id_of, within_subtrees
 from quotas.runner.locks import lock_cohorts
 from tenants.models import Tenant, TenantState
@@ -99,15 +102,15 @@ def withdraw_suspended(*, now: datetime) -> list[uuid.UUID]:
     )
 
 
-def readmit(*, root_path: str, flavors: list[Flavor], now: datetime) -> AdmissionRun:
+def readmit(*, root_path: str, flavors: list[Flavor], now: datetime) -> Persisted:
     """Decide every pending request of the cohort on these flavors again. Locks flavors and root;
     idempotent (a second run with nothing changed admits nothing more)."""
     with transaction.atomic():
         lock_cohorts(root_ids=[root_id_of(root_path)])
-        outcome, names = decide_cohort(root_path=root_path, flavors=flavors, now=now)
-        persist(outcome=outcome, names=names, now=now)
-        materialise_after_commit([*outcome.admitted, *outcome.preempted])
-    return outcome
+        outcome, snapshot_rows = decide_cohort(root_path=root_path, flavors=flavors, now=now)
+        persisted = persist(outcome=outcome, snapshot_rows=snapshot_rows, now=now)
+        materialise_after_commit([*persisted.admitted, *persisted.preempted])
+    return persisted
 
 
 def run_admission_loop(*, now: datetime | None = None) -> dict[str, Any]:
@@ -127,8 +130,14 @@ def run_admission_loop(*, now: datetime | None = None) -> dict[str, Any]:
     admitted = 0
     for root_path, flavor_ids in sorted(cohorts.items()):
         flavors = list(Flavor.objects.filter(pk__in=flavor_ids).order_by("pk"))
-        outcome = readmit(root_path=root_path, flavors=flavors, now=now)
-        admitted += len(outcome.admitted)
+        persisted = readmit(root_path=root_path, flavors=flavors, now=now)
+        admitted += len(persisted.admitted)
+    beat(
+        "quotas.admission_loop",
+        label="Admission loop",
+        every_seconds=settings.ADMISSION_LOOP_SECONDS,
+        url=reverse("queues"),
+    )
     return {
         "expired": len(expired),
         "withdrawn": len(withdrawn),
@@ -138,8 +147,9 @@ def run_admission_loop(*, now: datetime | None = None) -> dict[str, Any]:
 
 
 def keep_admitting(*, stop: threading.Event, interval_seconds: float) -> None:
-    """What beat does in production, in this process (the demo, where tasks run inline): run the
-    admission loop every ``interval_seconds`` until ``stop`` is set. A failed run is logged and the
+    """What beat does in production, in this process (where tasks run inline; the demo runs all of
+    beat's schedule through demo/loops.py): run the admission loop every ``interval_seconds`` until
+    ``stop`` is set. A failed run is logged and the
     next one tries again, as beat's next tick would."""
     while not stop.wait(interval_seconds):
         try:

@@ -22,7 +22,7 @@ from quotas.dispatch import materialise_after_commit
 from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor, PriorityClass, Queue, RequestTransition
 from quotas.models.requests import HOLDING, ApprovalState
-from quotas.runner.decide import AdmissionRun, decide_cohort, persist, request_ge
+from quotas.runner.decide import decide_cohort, persist, request_ge
 from quotas.runner.inputs import cohort_root_path, micros, root_id_of, with_fallbacks
 from quotas.runner.locks import lock_cohorts, lock_flavors
 from quotas.scoping import usable_by
@@ -94,32 +94,46 @@ def _resolve_flavors(actor: User, tenant: Tenant, names: list[str]) -> list[Flav
     found: list[Flavor] = []
     visible = Flavor.objects.visible_to(actor).select_related("tenant")
     for name in names:
-        the_flavor = _by_id_or_name(visible, name, "name")
-        if the_flavor is None:
+        named = _by_id_or_name(visible, name, "name")
+        if named is None:
             raise NotFound("No such flavor.", code="flavor_not_found", field="flavor")
-        if not usable_by(tenant.path, the_flavor.tenant.path if the_flavor.tenant else None):
+        if not usable_by(tenant.path, named.tenant.path if named.tenant else None):
             raise ValidationFailed(
                 "This tenant may not use this flavor.", code="flavor_not_allowed", field="flavor"
             )
-        if any(f.pk == the_flavor.pk for f in found):
+        if any(f.pk == named.pk for f in found):
             raise ValidationFailed(
-                f"Flavor {the_flavor.name!r} is named twice.", code="flavor_repeated", field="flavors"
+                f"Flavor {named.name!r} is named twice.", code="flavor_repeated", field="flavors"
             )
-        if found and sorted(the_flavor.resource_names) != sorted(found[0].resource_names):
+        if found and sorted(named.resource_names) != sorted(found[0].resource_names):
             raise ValidationFailed(
-                f"Flavor {the_flavor.name!r} counts {', '.join(the_flavor.resource_names)}, "
+                f"Flavor {named.name!r} counts {', '.join(named.resource_names)}, "
                 f"{found[0].name!r} counts {', '.join(found[0].resource_names)}: a fallback asks the same "
                 "amounts, so every flavor must count the same resources.",
                 code="flavors_incompatible",
                 field="flavors",
             )
-        found.append(the_flavor)
+        found.append(named)
     return found
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """The rows a request names, found through the scoping door."""
+
+    tenant: Tenant
+    queue: Queue
+    flavors: list[Flavor]  # the first choice, then those to fall back to, in order
+    priority_class: PriorityClass
+
+    @property
+    def flavor(self) -> Flavor:
+        return self.flavors[0]
 
 
 def _resolve(
     actor: User, *, tenant: str | None, queue: str | None, flavors: list[str], priority_class: str | None
-) -> tuple[Tenant, Queue, list[Flavor], PriorityClass]:
+) -> _Resolved:
     """Everything the request names, through the scoping door: what the actor cannot see is absent."""
     found_queue = None
     if queue is not None and tenant is None:
@@ -128,42 +142,44 @@ def _resolve(
             raise NotFound("No such queue.", code="queue_not_found", field="queue")
     if tenant is None and found_queue is None:
         raise ValidationFailed("Name the tenant (or a queue by id).", code="tenant_required", field="tenant")
-    the_tenant = (
+    found_tenant = (
         found_queue.tenant
         if found_queue
         else _by_id_or_name(Tenant.objects.visible_to(actor), str(tenant), "slug")
     )
-    if the_tenant is None:
+    if found_tenant is None:
         raise NotFound("No such tenant.", code="tenant_not_found", field="tenant")
     if found_queue is None:
-        queues = Queue.objects.filter(tenant=the_tenant)
+        queues = Queue.objects.filter(tenant=found_tenant)
         found_queue = _by_id_or_name(queues, queue, "name") if queue else queues.order_by("name").first()
         if found_queue is None:
             raise NotFound("No such queue for this tenant.", code="queue_not_found", field="queue")
-    the_flavors = _resolve_flavors(actor, the_tenant, flavors)
+    found_flavors = _resolve_flavors(actor, found_tenant, flavors)
     classes = PriorityClass.objects.visible_to(actor).select_related("tenant")
     if priority_class is None:
         usable = [
             c
             for c in classes.order_by("value")
-            if usable_by(the_tenant.path, c.tenant.path if c.tenant else None)
+            if usable_by(found_tenant.path, c.tenant.path if c.tenant else None)
         ]
         if not usable:
             raise ValidationFailed(
                 "No priority class is available.", code="priority_class_required", field="priority_class"
             )
-        the_class = usable[0]  # the lowest usable: asking for more urgency is explicit
+        found_class = usable[0]  # the lowest usable: asking for more urgency is explicit
     else:
-        the_class = _by_id_or_name(classes, priority_class, "name")
-        if the_class is None:
+        found_class = _by_id_or_name(classes, priority_class, "name")
+        if found_class is None:
             raise NotFound("No such priority class.", code="priority_class_not_found", field="priority_class")
-    if not usable_by(the_tenant.path, the_class.tenant.path if the_class.tenant else None):
+    if not usable_by(found_tenant.path, found_class.tenant.path if found_class.tenant else None):
         raise ValidationFailed(
-            f"Tenant {the_tenant.slug!r} may not use priority class {the_class.name!r}.",
+            f"Tenant {found_tenant.slug!r} may not use priority class {found_class.name!r}.",
             code="priority_class_not_allowed",
             field="priority_class",
         )
-    return the_tenant, found_queue, the_flavors, the_class
+    return _Resolved(
+        tenant=found_tenant, queue=found_queue, flavors=found_flavors, priority_class=found_class
+    )
 
 
 def is_suspended(tenant: Tenant) -> bool:
@@ -172,19 +188,48 @@ def is_suspended(tenant: Tenant) -> bool:
 
 
 def with_subtree_claims(
-    *, actor: User, tenant: Tenant, flavor: Flavor, wanted: dict[str, int]
+    *, actor: User, tenant: Tenant, flavor: Flavor, wanted: dict[str, int], top: Tenant | None = None
 ) -> dict[str, int]:
     """What the subtree the threshold governs would then hold of the flavor: what its requests hold
     now plus this one. An approval threshold applies to that, not to each request alone, so
     splitting a request, or spreading it over children one created, needs approval too. The subtree
     is ``governing_tenant``'s (quotas/services/approval_authority.py)."""
-    top = approval_authority.governing_tenant(tenant=tenant, requester=actor)
+    top = top or approval_authority.governing_tenant(tenant=tenant, requester=actor)
     claimed = dict(wanted)
     held = CapacityRequest.objects.filter(tenant__path__startswith=top.path, flavor=flavor, state__in=HOLDING)
     for amounts in held.values_list("amounts", flat=True):
         for resource, value in (amounts or {}).items():
             claimed[resource] = claimed.get(resource, 0) + int(value)
     return claimed
+
+
+def approval_basis(
+    *, actor: User, tenant: Tenant, flavors: list[Flavor], wanted: dict[str, int]
+) -> list[dict[str, Any]]:
+    """Each flavor whose approval threshold the request would cross, with the figures judged: the
+    threshold, the resource over it, what the governing subtree would then hold, and that subtree.
+    Empty: no approval needed. The approval inbox shows these, not the requester's words."""
+    crossed: list[dict[str, Any]] = []
+    top: Tenant | None = None
+    for f in flavors:
+        if f.approval_above is None:
+            continue
+        top = top or approval_authority.governing_tenant(tenant=tenant, requester=actor)
+        claimed = with_subtree_claims(actor=actor, tenant=tenant, flavor=f, wanted=wanted, top=top)
+        if not f.needs_approval(claimed):
+            continue
+        resource, held = max(claimed.items(), key=lambda item: item[1])
+        crossed.append(
+            {
+                "flavor": f.name,
+                "threshold": f.approval_above,
+                "resource": resource,
+                "subtree_would_hold": held,
+                "requested": int(wanted.get(resource, 0)),
+                "subtree": top.slug,
+            }
+        )
+    return crossed
 
 
 def _amounts(flavor: Flavor, amount: int | None, amounts: dict[str, int] | None) -> dict[str, int]:
@@ -244,86 +289,31 @@ def submit_request(
         earlier = _replay(actor, key, digest)
         if earlier is not None:
             return Submitted(earlier, created=False)
-    names = _flavor_names(flavor, flavors)
-    the_tenant, the_queue, the_flavors, the_class = _resolve(
-        actor, tenant=tenant, queue=queue, flavors=names, priority_class=priority_class
+    resolved = _resolve(
+        actor,
+        tenant=tenant,
+        queue=queue,
+        flavors=_flavor_names(flavor, flavors),
+        priority_class=priority_class,
     )
-    the_flavor, fallbacks = the_flavors[0], the_flavors[1:]
-    if not _may_request(actor, the_tenant):
-        raise Forbidden("Viewers may not request capacity; ask a member or tenant-admin of this tenant.")
-    if is_suspended(the_tenant):
-        raise Conflict(
-            f"Tenant {the_tenant.slug!r} (or a tenant above it) is suspended; it cannot request capacity.",
-            code="tenant_suspended",
-            field="tenant",
-        )
-    wanted = _amounts(the_flavor, amount, amounts)
-    now = timezone.now()
-    request = CapacityRequest(
-        id=uuid.uuid4(),
-        tenant=the_tenant,
-        queue=the_queue,
-        flavor=the_flavor,
-        priority_class=the_class,
-        amounts=wanted,
-        fallback_flavors=[str(f.pk) for f in fallbacks],
-        ge=request_ge(the_flavor, wanted),
+    _check_may_request(actor, resolved.tenant)
+    request = _new_request(
+        actor,
+        resolved,
+        amounts=_amounts(resolved.flavor, amount, amounts),
         duration_seconds=duration_seconds,
         reason=reason,
-        approval=ApprovalState.NOT_REQUIRED,  # decided under the cohort lock, below
-        created_by=actor,
         idempotency_key=key,
         body_hash=digest,
-        created_at=now,
-        created_order=micros(now),
     )
-
-    def refuse_impossible(snapshot: engine.Snapshot) -> None:
-        tree = snapshot.index.tree
-
-        def never_fits(f: Flavor) -> bool:
-            return any(
-                not tree.has_quota(the_tenant.slug, f.name, r)
-                or a > tree.potential(the_tenant.slug, f.name, r)
-                for r, a in wanted.items()
-            )
-
-        if all(never_fits(f) for f in the_flavors):
-            on = ", ".join(repr(f.name) for f in the_flavors)
-            asked = ", ".join(f"{a} of {r}" for r, a in wanted.items())
-            raise ValidationFailed(
-                f"{asked} on flavor {on} is more than any quota of {the_tenant.slug!r} could ever hold, "
-                "even with every relative idle.",
-                code="exceeds_max_possible",
-                field="amount",
-            )
-
     try:
         with transaction.atomic():
-            lock_cohorts(root_ids=[root_id_of(the_tenant.path)])
+            lock_cohorts(root_ids=[root_id_of(resolved.tenant.path)])
             if key:
                 earlier = _replay(actor, key, digest)  # a concurrent twin may have committed meanwhile
                 if earlier is not None:
                     return Submitted(earlier, created=False)
-            # Under the cohort lock, so two requests racing cannot both slip under the threshold.
-            # Any flavor it may land on whose threshold it would cross makes it wait for approval.
-            if any(
-                f.needs_approval(with_subtree_claims(actor=actor, tenant=the_tenant, flavor=f, wanted=wanted))
-                for f in the_flavors
-                if f is the_flavor or f.approval_above is not None
-            ):
-                request.approval = ApprovalState.AWAITING
-            outcome, snapshot_names = decide_cohort(
-                root_path=cohort_root_path(the_tenant.path),
-                flavors=the_flavors,
-                now=now,
-                extra=[request],
-                only=str(request.pk),
-                check=refuse_impossible,
-            )
-            written = persist(outcome=outcome, names=snapshot_names, now=now)  # inserts it, decided
-            record_event(actor=actor, action="capacity_request.created", obj=request, after=_summary(request))
-            _after(outcome)
+            written = _decide_arrival(actor, request, resolved)
     except IntegrityError as exc:
         # The same key with another body, committed by a twin on another cohort meanwhile.
         raise Conflict(
@@ -332,6 +322,105 @@ def submit_request(
     return Submitted(
         request, created=True, transitions=tuple(t for t in written if t.request_id == request.pk)
     )
+
+
+def _check_may_request(actor: User, tenant: Tenant) -> None:
+    """Refuse a viewer, and a tenant under suspension."""
+    if not _may_request(actor, tenant):
+        raise Forbidden("Viewers may not request capacity; ask a member or tenant-admin of this tenant.")
+    if is_suspended(tenant):
+        raise Conflict(
+            f"Tenant {tenant.slug!r} (or a tenant above it) is suspended; it cannot request capacity.",
+            code="tenant_suspended",
+            field="tenant",
+        )
+
+
+def _new_request(
+    actor: User,
+    resolved: _Resolved,
+    *,
+    amounts: dict[str, int],
+    duration_seconds: int | None,
+    reason: str,
+    idempotency_key: str,
+    body_hash: str,
+) -> CapacityRequest:
+    """The request, unsaved: admission inserts it, already decided."""
+    now = timezone.now()
+    return CapacityRequest(
+        id=uuid.uuid4(),
+        tenant=resolved.tenant,
+        queue=resolved.queue,
+        flavor=resolved.flavor,
+        priority_class=resolved.priority_class,
+        amounts=amounts,
+        fallback_flavors=[str(f.pk) for f in resolved.flavors[1:]],
+        ge=request_ge(resolved.flavor, amounts),
+        duration_seconds=duration_seconds,
+        reason=reason,
+        approval=ApprovalState.NOT_REQUIRED,  # decided under the cohort lock, in `_decide_arrival`
+        created_by=actor,
+        idempotency_key=idempotency_key,
+        body_hash=body_hash,
+        created_at=now,
+        created_order=micros(now),
+    )
+
+
+def _decide_arrival(actor: User, request: CapacityRequest, resolved: _Resolved) -> list[RequestTransition]:
+    """Under the cohort lock: whether it awaits approval, then admission decides it alone, inserts it
+    decided, audits it and queues its cluster objects after commit. The transitions written."""
+    now = request.created_at
+    # Under the cohort lock, so two requests racing cannot both slip under the threshold.
+    # Any flavor it may land on whose threshold it would cross makes it wait for approval.
+    request.approval_basis = approval_basis(
+        actor=actor, tenant=resolved.tenant, flavors=resolved.flavors, wanted=request.amounts
+    )
+    if request.approval_basis:
+        request.approval = ApprovalState.AWAITING
+    outcome, snapshot_rows = decide_cohort(
+        root_path=cohort_root_path(resolved.tenant.path),
+        flavors=resolved.flavors,
+        now=now,
+        extra=[request],
+        arrival_id=str(request.pk),
+        check=_RefuseIfNeverFits(
+            tenant=resolved.tenant.slug, flavors=resolved.flavors, wanted=request.amounts
+        ),
+    )
+    persisted = persist(outcome=outcome, snapshot_rows=snapshot_rows, now=now)  # inserts it, decided
+    record_event(actor=actor, action="capacity_request.created", obj=request, after=_summary(request))
+    materialise_after_commit([*persisted.admitted, *persisted.preempted])
+    return persisted.transitions
+
+
+@dataclass(frozen=True)
+class _RefuseIfNeverFits:
+    """`decide_cohort`'s check on its first snapshot: refuse a request that no quota of the tenant
+    could ever hold on any flavor it names, even with every relative idle."""
+
+    tenant: str  # the engine's name for it: its slug
+    flavors: list[Flavor]
+    wanted: dict[str, int]
+
+    def __call__(self, snapshot: engine.Snapshot) -> None:
+        if all(self._never_fits(snapshot, f) for f in self.flavors):
+            on = ", ".join(repr(f.name) for f in self.flavors)
+            asked = ", ".join(f"{a} of {r}" for r, a in self.wanted.items())
+            raise ValidationFailed(
+                f"{asked} on flavor {on} is more than any quota of {self.tenant!r} could ever hold, "
+                "even with every relative idle.",
+                code="exceeds_max_possible",
+                field="amount",
+            )
+
+    def _never_fits(self, snapshot: engine.Snapshot, flavor: Flavor) -> bool:
+        tree = snapshot.index.tree
+        return any(
+            not tree.has_quota(self.tenant, flavor.name, r) or a > tree.potential(self.tenant, flavor.name, r)
+            for r, a in self.wanted.items()
+        )
 
 
 def _replay(actor: User, key: str, digest: str) -> CapacityRequest | None:
@@ -349,10 +438,6 @@ def _summary(request: CapacityRequest) -> dict[str, Any]:
         "priority_class": str(request.priority_class_id),
         "state": request.state,
     }
-
-
-def _after(outcome: AdmissionRun) -> None:
-    materialise_after_commit([*outcome.admitted, *outcome.preempted])
 
 
 def _visible_request(actor: User, request_id: uuid.UUID | str) -> CapacityRequest:
@@ -401,11 +486,10 @@ def _end(
             before={"state": before},
             after={"state": row.state},
         )
-        outcome, names = decide_cohort(root_path=root_path, flavors=flavors, now=now)
-        persist(outcome=outcome, names=names, now=now)
-        if before in HOLDING:
-            outcome.preempted.append(row.pk)  # its cluster objects must be lowered or removed
-        _after(outcome)
+        outcome, snapshot_rows = decide_cohort(root_path=root_path, flavors=flavors, now=now)
+        persisted = persist(outcome=outcome, snapshot_rows=snapshot_rows, now=now)
+        ended = [row.pk] if before in HOLDING else []  # its cluster objects must be lowered or removed
+        materialise_after_commit([*persisted.admitted, *persisted.preempted, *ended])
     return row
 
 
@@ -495,8 +579,8 @@ def decide_approval(
             after={"approval": row.approval, "note": note},
         )
         if approve:
-            outcome, names = decide_cohort(root_path=root_path, flavors=flavors, now=now)
-            persist(outcome=outcome, names=names, now=now)
-            _after(outcome)
+            outcome, snapshot_rows = decide_cohort(root_path=root_path, flavors=flavors, now=now)
+            persisted = persist(outcome=outcome, snapshot_rows=snapshot_rows, now=now)
+            materialise_after_commit([*persisted.admitted, *persisted.preempted])
     row.refresh_from_db()
     return row

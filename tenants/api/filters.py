@@ -11,6 +11,7 @@ from tenants.models import Membership, Role, Tenant, TenantState
 
 class TenantFilter(FilterSet):
     q = django_filters.CharFilter(method="search", label="Search slug, name or cost centre")
+    slug = django_filters.CharFilter(label="Exactly this slug")
     # Parents are matched among the tenants the caller can see: a child of an invisible parent must
     # not answer to that parent's id or slug (it would confirm the parent exists, and its name).
     parent = django_filters.UUIDFilter(method="filter_parent")
@@ -25,7 +26,7 @@ class TenantFilter(FilterSet):
 
     class Meta:
         model = Tenant
-        fields = ["q", "parent", "parent_slug", "root", "state", "depth", "within", "cost_centre"]
+        fields = ["q", "slug", "parent", "parent_slug", "root", "state", "depth", "within", "cost_centre"]
 
     def search(self, queryset: QuerySet[Tenant], name: str, value: str) -> QuerySet[Tenant]:
         return queryset.filter(

@@ -100,11 +100,17 @@ def test_fiona_closes_march_and_downloads_every_export(
     assert sorted((r[at["kind"]], r[at["tenant"]] or "", f"{r[at['amount']]:.2f}") for r in cells) == LINES
     assert all(isinstance(r[at["amount"]], int | float) for r in cells)
 
-    # FOCUS 1.2: its columns, the billed costs
+    # FOCUS 1.3: its columns (split cost allocation among them), the billed costs
     name, body = download(page, "download-focus")
     assert name == "2025-03-focus.csv"
     focus = list(csv.DictReader(io.StringIO(body.decode("utf-8"))))
-    for column in ("BilledCost", "BillingAccountId", "BillingCurrency", "ChargePeriodStart", "EffectiveCost"):
+    for column in (
+        "BilledCost",
+        "BillingCurrency",
+        "ServiceProviderName",
+        "AllocatedMethodId",
+        "EffectiveCost",
+    ):
         assert column in focus[0], column
     assert sorted(r["BilledCost"] for r in focus) == ["1.00", "1.00", "2.00"]
     assert {r["BillingCurrency"] for r in focus} == {"USD"}

@@ -128,7 +128,7 @@ def test_dashboards_draw_their_figures_and_say_when_there_are_none(
     expect(waits.nth(1)).to_have_text("2025-03-10 3 300 s 600 s", use_inner_text=True)
     budget = page.get_by_test_id("budget-rows").locator("tbody tr")
     expect(budget).to_have_text(
-        "every flavor (hard) 50.0 17.18 34 % 53.27 forecast over", use_inner_text=True
+        "every flavor (hard) 50.00 17.18 34 % 53.27 forecast over", use_inner_text=True
     )
     assert problems.take() == []
     page.get_by_test_id("logout").click()
@@ -141,9 +141,9 @@ def test_dashboards_draw_their_figures_and_say_when_there_are_none(
     a0 = heat.locator("tr", has_text="gpu-a/gpu0").locator("td")
     expect(a0).to_have_count(24)
     expect(a0.nth(23)).to_have_text("75")
-    expect(a0.nth(23)).to_have_attribute("title", "gpu-a/gpu0 2025-03-10 23:00: 75.0 % used")
+    expect(a0.nth(23)).to_have_attribute("title", "gpu-a/gpu0 2025-03-10 23:00 UTC: 75.0 % used")
     expect(a0.nth(22)).to_have_text("45?")
-    expect(a0.nth(21)).to_have_attribute("title", "gpu-a/gpu0 2025-03-10 21:00: not metered")
+    expect(a0.nth(21)).to_have_attribute("title", "gpu-a/gpu0 2025-03-10 21:00 UTC: not metered")
     expect(heat.locator("tr", has_text="gpu-a/gpu1").locator("td").nth(23)).to_have_text("0")
     # (45 + 75 + 0 + 0) / 4 measured cells
     expect(page.get_by_test_id("pool-heatmap")).to_contain_text("Mean over measured cells: 30.0 %.")

@@ -92,6 +92,9 @@ def test_a_policy_rollout_converges_node_by_node_on_its_page(
     page.fill("input[name=replicas]", "4")
     page.get_by_role("button", name="Save").click()
     expect(page.locator(".messages")).to_contain_text("Saved.")
+    # no agent has registered yet: publishing says so and asks to confirm
+    expect(page.get_by_test_id("agent-warning")).to_contain_text("No node agent reports")
+    page.get_by_test_id("confirm-no-agent").check()
     page.get_by_role("button", name="Publish r1").click()
     expect(page.locator(".messages")).to_contain_text("Published revision 1.")
     shot(page, "published")
@@ -137,7 +140,7 @@ def test_a_policy_rollout_converges_node_by_node_on_its_page(
         assert page.locator("progress[aria-label='nodes converged']").get_attribute("value") == str(done + 1)
         shot(page, f"{done + 1}-of-3")
 
-    expect(page.locator("hgroup")).to_contain_text("apply · succeeded")
+    expect(page.get_by_test_id("rollout-state")).to_contain_text("apply · succeeded")
     expect(page.get_by_test_id("rollout-counts")).to_have_text("applied: 3")
     expect(progress).to_contain_text("3 of 3 nodes of the pool converged on r1.")
     shot(page, "succeeded")

@@ -92,3 +92,18 @@ def test_the_core_importing_a_domain_app_breaks_the_contracts(tree):
     done = lint_imports(tree)
     assert done.returncode == 1
     assert "gpuplatform.ui.leak -> tenants.models" in done.stdout
+
+
+def test_the_root_urlconf_and_asgi_have_no_exemption_a_domain_import_there_breaks_the_contracts(tree):
+    # given: the composition root's two modules importing apps again, as they did before each app owned
+    # its routes
+    with (tree / "gpuplatform" / "urls.py").open("a") as urls:
+        urls.write("\nfrom quotas.views import queues  # noqa: E402, F401\n")
+    with (tree / "gpuplatform" / "asgi.py").open("a") as asgi:
+        asgi.write("\nfrom policies.api.long_poll import bundle_asgi  # noqa: E402, F401\n")
+    # when
+    done = lint_imports(tree)
+    # then
+    assert done.returncode == 1
+    assert "gpuplatform.urls -> quotas.views.queues" in done.stdout
+    assert "gpuplatform.asgi -> policies.api.long_poll" in done.stdout

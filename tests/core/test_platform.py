@@ -14,7 +14,7 @@ from rest_framework import mixins, serializers
 from rest_framework.test import APIRequestFactory
 
 from gpuplatform.api.viewsets import ScopedViewSet
-from gpuplatform.health import CHECKS
+from gpuplatform.health.checks import CHECKS
 from tenants.models import TenantNamespace
 
 REPO = Path(__file__).resolve().parents[2]

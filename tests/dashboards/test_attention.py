@@ -140,7 +140,7 @@ def test_near_misses_raise_nothing(cast, client):
 
 
 def test_nodes_not_ready_and_cordoned_are_told_to_platform_roles_only(cast, client):
-    node("gpu-a", ready=False)
+    a = node("gpu-a", ready=False)
     node("gpu-b", ready=False, cordoned=True)
     node("gpu-c", cordoned=True)
     node("gpu-d")
@@ -148,18 +148,34 @@ def test_nodes_not_ready_and_cordoned_are_told_to_platform_roles_only(cast, clie
 
     items = attention(client, cast.pat)
 
-    # present and not ready: gpu-a, gpu-b (gpu-gone left the cluster); cordoned: gpu-b, gpu-c
+    # present and not ready: gpu-a, gpu-b (gpu-gone left the cluster); cordoned: gpu-b, gpu-c; all
+    # in one pool, whose page lists each with its state
     assert items["nodes-not-ready"] == {
         "severity": "critical",
         "text": "critical 2 nodes not ready — their cards count as capacity nobody can be admitted onto",
-        "url": "/inventory/",
+        "url": f"/inventory/pools/{a.pool_id}/",
     }
+    assert items["nodes-cordoned"]["url"] == f"/inventory/pools/{a.pool_id}/"
     assert items["nodes-cordoned"]["text"].startswith("warning 2 nodes cordoned — ")
     assert items["nodes-cordoned"]["severity"] == "warning"
     # critical first
     assert list(items) == ["nodes-not-ready", "nodes-cordoned"]
     assert set(attention(client, cast.fiona)) == {"nodes-not-ready", "nodes-cordoned"}
     assert attention(client, cast.alice) == {}
+
+
+def test_one_node_not_ready_links_to_that_node_and_nodes_in_several_pools_to_the_first(cast, client):
+    lone = node("gpu-a", ready=False)
+
+    assert attention(client, cast.pat)["nodes-not-ready"]["url"] == f"/inventory/nodes/{lone.pk}/"
+
+    node("gpu-b", ready=False)  # same pool: the pool's page lists both
+    assert attention(client, cast.pat)["nodes-not-ready"]["url"] == f"/inventory/pools/{lone.pool_id}/"
+
+    elsewhere = inv.node("gpu-c", in_pool=inv.pool("NVIDIA-T4"))
+    Node.objects.filter(pk=elsewhere.pk).update(ready=False)
+    # two pools: the first node by name, whose page names its pool
+    assert attention(client, cast.pat)["nodes-not-ready"]["url"] == f"/inventory/nodes/{lone.pk}/"
 
 
 def test_clusters_whose_sync_lags_or_fails(cast, client):

@@ -47,3 +47,41 @@ def test_last_month_is_closed_with_a_reconciled_report_and_its_files(tmp_path, m
         "focus",
         "xlsx",
     ]
+
+
+def test_the_closed_months_focus_1_3_file_passes_the_validator_and_reconciles(tmp_path, monkeypatch):
+    """The stored FOCUS file of the demo's closed month is FOCUS 1.3: the suite's validator finds
+    nothing, each pool's allocated rows sum to its physical cost in the report's reconciliation,
+    and the unpriced H200 pool is there, marked, not dropped."""
+    import csv
+    import io
+
+    from tests.metering_exports.focus_validator import validate
+
+    monkeypatch.setattr("django.utils.timezone.now", lambda: datetime(2025, 4, 10, 12, tzinfo=UTC))
+    seed_demo_organisation(token_file=tmp_path / "tokens.json")
+    h100 = inv.pool("NVIDIA-H100-80GB-HBM3")
+    t4 = inv.pool("Tesla-T4")
+    h200 = inv.pool("NVIDIA-H200", on=h100.cluster)
+    inv.Node.objects.create(cluster=h100.cluster, pool=h100, name="h-0", model_key="H100-80GB", gpu_count=8)
+    inv.Node.objects.create(cluster=t4.cluster, pool=t4, name="t-0", model_key="T4-16GB", gpu_count=4)
+    inv.Node.objects.create(cluster=h100.cluster, pool=h200, name="g-0", model_key="H200-141GB", gpu_count=2)
+    seed_demo_billing(cluster=h100.cluster)
+
+    march = BillingPeriod.objects.get(label="2025-03")
+    stored = ReportFile.objects.get(period=march, format="focus").file.open("rb").read().decode()
+    assert validate(stored, origin_of=lambda row: row["x_OriginChargeId"]) == []
+    records = list(csv.DictReader(io.StringIO(stored)))
+    assert len(records) == ReportLine.objects.filter(period=march).count()  # nothing dropped
+    by_pool: dict[str, Decimal] = {}
+    for record in records:
+        assert record["AllocatedMethodId"] == "gpuplatform-card-hours-v1"
+        by_pool[record["ResourceId"]] = by_pool.get(record["ResourceId"], Decimal(0)) + Decimal(
+            record["BilledCost"]
+        )
+    for row in march.summary["reconciliation"]:
+        assert by_pool[row["pool"]] == Decimal(row["physical"]), row["pool"]
+    # 744 h x 2 H200 cards, no rate card: every one of those card-hours is in the file, at 0, marked.
+    unpriced = [r for r in records if r["x_Unpriced"] == "true"]
+    assert sum(Decimal(r["PricingQuantity"]) for r in unpriced) == 744 * 2
+    assert {r["ResourceId"].rsplit("/", 1)[-1] for r in unpriced} == {"NVIDIA-H200"}

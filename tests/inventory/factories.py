@@ -9,7 +9,7 @@ from typing import Any
 from django.utils import timezone
 
 from inventory.crypto import encrypt_text
-from inventory.models import Allocation, Cluster, Gpu, Node, NodePool, ResourceClaim, ShareableUnit
+from inventory.models import Allocation, Cluster, Gpu, Node, NodePool, ResourceClaim, ShareableUnit, Workload
 
 
 def cluster(name: str = "east") -> Cluster:
@@ -111,3 +111,22 @@ def allocation(
         started_at=now - timedelta(hours=hours_ago),
         ended_at=None if open else now - timedelta(hours=hours_ago - 1),
     )
+
+
+def workload(*, tenant: Any, namespace: str, name: str = "job-train-1a2b3") -> Workload:
+    """A Kueue Workload of ``tenant``'s, waiting on gpuplatform's budget check."""
+    found, _ = Workload.objects.get_or_create(
+        cluster=cluster(),
+        uid=f"uid-{namespace}-{name}",
+        defaults={
+            "tenant": tenant,
+            "namespace": namespace,
+            "name": name,
+            "queue_name": "default",
+            "cluster_queue": tenant.slug if tenant else "",
+            "state": "quota_reserved",
+            "explanation": "Quota reserved; waiting for gpuplatform.",
+            "pod_sets": [{"name": "main", "count": 1, "requests": {"nvidia.com/gpu": "1"}}],
+        },
+    )
+    return found

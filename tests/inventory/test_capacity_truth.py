@@ -71,6 +71,7 @@ def test_pool_capacity_is_the_scenario_cards_and_every_view_agrees(
             )
         text = browser.get(reverse("inventory-pool", args=[pool.pk])).content.decode()
         for row in rows:
-            assert f"<td>{row.model_key}</td><td>{row.cards}</td><td>{row.physical_ge:.3f}</td>" in text
+            cells = f'<td class="num">{row.cards:,}</td><td class="num">{row.physical_ge:,.2f}</td>'
+            assert f"<td>{row.model_key}</td>{cells}" in text
         # a flavor never gets more free units than the cards can hold
         assert all(n >= 0 for n in free_units[pool.pk].values())

@@ -73,7 +73,7 @@ def api_routes(urlconf: str | None = None) -> list[Route]:
 # --- The web UI's routes ------------------------------------------------------------------------
 
 # Served by others (Django's admin, auth, the API schema and docs) or not a page (health probes).
-NOT_UI_PREFIXES = ("api/", "admin/", "healthz", "readyz", "login/", "logout/")
+NOT_UI_PREFIXES = ("api/", "admin/", "oidc/", "healthz", "readyz", "login/", "logout/")
 
 
 @dataclass(frozen=True)
@@ -83,15 +83,26 @@ class UiRoute:
     params: tuple[str, ...]
 
 
+def _walk_named(patterns: list[Any], prefix: str = "", namespace: str = "") -> list[tuple[str, str]]:
+    """(route, qualified name) of every named pattern, through every include(): the root includes each
+    app's urls.py, so the pages are one level down or more."""
+    found: list[tuple[str, str]] = []
+    for pattern in patterns:
+        text = prefix + str(pattern.pattern)
+        if isinstance(pattern, URLResolver):
+            inner = namespace + (f"{pattern.namespace}:" if pattern.namespace else "")
+            found.extend(_walk_named(pattern.url_patterns, text, inner))
+        elif isinstance(pattern, URLPattern) and pattern.name is not None:
+            found.append((text, namespace + pattern.name))
+    return found
+
+
 def ui_routes(urlconf: str | None = None) -> list[UiRoute]:
     """Every named page of the web UI, with the names of its path parameters."""
     routes = []
-    for pattern in get_resolver(urlconf).url_patterns:
-        if not isinstance(pattern, URLPattern) or pattern.name is None:
-            continue
-        template = str(pattern.pattern)
+    for template, name in _walk_named(get_resolver(urlconf).url_patterns):
         if template.startswith(NOT_UI_PREFIXES):
             continue
         params = tuple(re.findall(r"<(?:\w+:)?(\w+)>", template))
-        routes.append(UiRoute(name=pattern.name, template=template, params=params))
+        routes.append(UiRoute(name=name, template=template, params=params))
     return routes

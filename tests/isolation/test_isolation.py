@@ -41,6 +41,7 @@ FOREIGN_OBJECTS = {
     "resource-claim": lambda cast: inv.claim(tenant=cast.nlp, namespace="team-nlp"),
     "allocation": lambda cast: inv.allocation(tenant=cast.nlp, namespace="team-nlp"),
     "fragmentation": lambda cast: inv.pool("nlp-only", tenant=cast.nlp),
+    "workload": lambda cast: inv.workload(tenant=cast.nlp, namespace="team-nlp"),
     # Admission: nlp's quotas, budgets, queues and requests; flavors and classes dedicated to nlp.
     "flavor": lambda cast: adm.flavor(tenant=cast.nlp),
     "priority-class": lambda cast: adm.priority_class(tenant=cast.nlp),

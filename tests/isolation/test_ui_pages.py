@@ -41,6 +41,10 @@ def catalogue_row(kind: str, make: Callable[[Any], Any]) -> Kwargs:
     return lambda cast: {"kind": kind, "pk": make(cast).pk}
 
 
+def rollout_control(control: str) -> Kwargs:
+    return lambda cast: {"rollout_id": ag.rollout().pk, "control": control}
+
+
 def _job_file(fmt: str) -> Kwargs:
     return lambda cast: {"job_id": met.report_job().pk, "fmt": fmt}
 
@@ -52,6 +56,7 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "tenant-delete": [lambda cast: {"tenant_id": cast.nlp.pk}],
     "tenant-dashboard": [lambda cast: {"tenant_id": cast.nlp.pk}],
     "membership-add": [lambda cast: {"tenant_id": cast.nlp.pk}],
+    "team-onboard": [lambda cast: {"tenant_id": cast.nlp.pk}],
     "membership-edit": [
         lambda cast: {"membership_id": Membership.objects.get(tenant=cast.nlp, user=cast.bob).pk}
     ],
@@ -59,11 +64,15 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
         lambda cast: {"membership_id": Membership.objects.get(tenant=cast.nlp, user=cast.bob).pk}
     ],
     "token-revoke": [lambda cast: {"token_id": ApiToken.objects.filter(user=cast.bob).first().pk}],
+    # A platform object: its one action (the enforcement backend) is no one else's to take.
+    "inventory-cluster-enforcement": [lambda cast: {"cluster_id": inv.cluster().pk}],
     "inventory-pool": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "pool-dashboard": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "inventory-node": [lambda cast: {"node_id": inv.node().pk}],
     "queues-request": [lambda cast: {"request_id": adm.capacity_request(tenant=cast.nlp).pk}],
-    "queues-decide": [decision(verdict) for verdict in ("approve", "refuse")],
+    "queues-decide": [decision(verdict) for verdict in ("approve", "reject")],
+    "queues-request-cancel": [lambda cast: {"request_id": adm.capacity_request(tenant=cast.nlp).pk}],
+    "queues-request-release": [lambda cast: {"request_id": adm.capacity_request(tenant=cast.nlp).pk}],
     "catalogue-edit": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
     "catalogue-delete": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
     # Metering's periods and report jobs carry every tenant's totals: platform objects, a 404 to tenants.
@@ -81,7 +90,16 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "policies-revisions": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "policies-diff": [lambda cast: {"revision_id": pol.revision(inv.pool("nlp-only", tenant=cast.nlp)).pk}],
     "policy-rollout": [lambda cast: {"rollout_id": ag.rollout().pk}],
+    "policy-rollout-control": [rollout_control(c) for c in ("pause", "resume", "abort", "rollback")],
+    "policy-rollout-start": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "slo-detail": [lambda cast: {"slo_id": met.slo().pk}],
+    "slo-edit": [lambda cast: {"slo_id": met.slo().pk}],
+    "slo-delete": [lambda cast: {"slo_id": met.slo().pk}],
+    "slo-receiver-edit": [lambda cast: {"receiver_id": met.alert_receiver().pk}],
+    "slo-receiver-delete": [lambda cast: {"receiver_id": met.alert_receiver().pk}],
+    # Prices are finance's and platform-admins': the card of a flavor dedicated to nlp.
+    "metering-rate-card-edit": [lambda cast: {"card_id": met.rate_card(tenant=cast.nlp).pk}],
+    "metering-rate-card-end": [lambda cast: {"card_id": met.rate_card(tenant=cast.nlp).pk}],
 }
 # Endpoints that are not pages and answer anyone but a platform-admin (or a token) with a refusal.
 REFUSING: dict[str, int] = {"metrics": 401}
@@ -104,7 +122,6 @@ LIST_PAGES: dict[str, list[dict[str, Any]]] = {
     "catalogue": [{}],
     "catalogue-list": [{"kind": kind} for kind in CATALOGUE_FOREIGN],
     "catalogue-create": [{"kind": kind} for kind in CATALOGUE_FOREIGN],
-    "section": [],  # the placeholder of a section still to come: none now
     "metering-usage": [{}],
     "metering-rate-cards": [{}],
     "metering-periods": [{}],
@@ -115,6 +132,9 @@ LIST_PAGES: dict[str, list[dict[str, Any]]] = {
     "policies-admission": [{}],
     "policy-rollouts": [{}],
     "slo-list": [{}],
+    "slo-create": [{}],
+    "slo-receivers": [{}],
+    "slo-receiver-create": [{}],
 }
 
 
@@ -136,7 +156,6 @@ def test_every_ui_page_is_declared():
     with_params = {route.name for route in ui_routes() if route.params} - {
         "catalogue-list",
         "catalogue-create",
-        "section",
     }
     assert with_params <= set(FOREIGN_PAGES)
 
@@ -171,6 +190,8 @@ def test_no_page_shows_or_changes_another_tenants_object(cast, client, viewer):
     # nothing planted changed: the catalogue rows are still nlp's as made
     assert adm.quota(tenant=cast.nlp).nominal == 4
     assert adm.queue(tenant=cast.nlp).name == "default"
+    assert met.slo().name == "gpus" and met.alert_receiver().name == "oncall"
+    assert met.rate_card(tenant=cast.nlp).effective_to is None
 
 
 @pytest.mark.parametrize("viewer", ["alice", "charlie", "dana"])

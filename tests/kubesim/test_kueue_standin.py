@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubernetes import client
@@ -45,13 +45,19 @@ class Cluster:
 
     def create(self, plural: str, body: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
         if namespace:
-            return self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, body)
-        return self.custom.create_cluster_custom_object(GROUP, VERSION, plural, body)
+            return cast(
+                dict[str, Any],
+                self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, body),
+            )
+        return cast(dict[str, Any], self.custom.create_cluster_custom_object(GROUP, VERSION, plural, body))
 
     def get(self, plural: str, name: str, namespace: str | None = None) -> dict[str, Any]:
         if namespace:
-            return self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
-        return self.custom.get_cluster_custom_object(GROUP, VERSION, plural, name)
+            return cast(
+                dict[str, Any],
+                self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name),
+            )
+        return cast(dict[str, Any], self.custom.get_cluster_custom_object(GROUP, VERSION, plural, name))
 
     def workload_of(self, job_name: str) -> dict[str, Any]:
         items = self.custom.list_namespaced_custom_object(GROUP, VERSION, NS, "workloads")["items"]

@@ -23,8 +23,8 @@ from inventory.models import Allocation, Gpu
 from inventory.services import create_cluster
 from inventory.sync.service import sync_cluster
 from metering.models import MeteredHour, SliSample, UsageHour
-from metering.services.slos import create_slo, evaluate_slo
 from metering.services.sources import configure_metrics_source
+from metering.slos.services import create_slo, evaluate_slo
 from metering.tasks import meter_hour_task, meter_usage_hour_task
 from tests.metering.kubesim_usage import generate, write_scenario
 from tests.metering.prometheus import PrometheusServer

@@ -1,4 +1,4 @@
-"""A closed month's exports: the report job writes CSV, XLSX and FOCUS 1.2 files, byte-identical on
+"""A closed month's exports: the report job writes CSV, XLSX and FOCUS 1.3 files, byte-identical on
 re-run; finance downloads them; a tenant exports only its own lines; bad values are problems.
 
 The month (tests/metering/rows): 2 cards at 2.00 USD, vision held 1 GE-hour (2.00), nlp 0.5 (1.00),
@@ -18,7 +18,7 @@ import pytest
 from openpyxl import load_workbook
 
 from gpuplatform.audit.models import AuditEvent
-from metering.exports.focus import FOCUS_COLUMNS
+from metering.exports.focus13 import FOCUS13_COLUMNS
 from metering.models import Adjustment, JobState, ReportFile, ReportJob
 from metering.services.periods import close_billing_period, ensure_period, start_closing_period
 from metering.services.report_jobs import request_report_job, run_report_job
@@ -33,6 +33,7 @@ MANDATORY = {
     "BillingPeriodStart", "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargePeriodEnd",
     "ChargePeriodStart", "ContractedCost", "EffectiveCost", "InvoiceIssuerName", "ListCost",
     "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName", "ServiceCategory", "ServiceName",
+    "HostProviderName", "ServiceProviderName",
 }  # fmt: skip
 FOCUS_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 
@@ -98,8 +99,8 @@ def test_the_csv_has_every_line_with_exact_and_rounded_amounts(closed, cast):
 def test_the_focus_file_has_the_mandatory_columns_in_the_specs_formats(closed, cast):
     data = files_of(build(cast.fiona, closed.period))["focus"]
     records = parsed(data)
-    assert set(records[0]) >= MANDATORY and list(records[0]) == list(FOCUS_COLUMNS)
-    assert all(c.startswith("x_") for c in FOCUS_COLUMNS if c not in MANDATORY and c[0].islower())
+    assert set(records[0]) >= MANDATORY and list(records[0]) == list(FOCUS13_COLUMNS)
+    assert all(c.startswith("x_") for c in FOCUS13_COLUMNS if c not in MANDATORY and c[0].islower())
     vision = next(r for r in records if r["x_TenantPath"] == "/acme/research/vision/")
     assert vision["BilledCost"] == vision["EffectiveCost"] == vision["ListCost"] == "2.00"
     assert (vision["PricingQuantity"], vision["ListUnitPrice"], vision["PricingUnit"]) == (
@@ -111,14 +112,19 @@ def test_the_focus_file_has_the_mandatory_columns_in_the_specs_formats(closed, c
         "Usage-Based",
     )
     assert (vision["ServiceCategory"], vision["ServiceSubcategory"]) == ("Compute", "Containers")
-    assert (vision["SubAccountId"], vision["SubAccountType"]) == (str(cast.vision.pk), "Tenant")
+    # FOCUS 1.3 split allocation: the cluster is the sub account, the tenant the allocated resource.
+    assert (vision["SubAccountType"], vision["AllocatedResourceId"]) == ("Cluster", str(cast.vision.pk))
     assert vision["BillingPeriodStart"] == vision["ChargePeriodStart"] == "2025-03-01T00:00:00Z"
     assert vision["BillingPeriodEnd"] == "2025-04-01T00:00:00Z"
     for record in records:
         for column in ("BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd"):
             assert FOCUS_TIME.match(record[column]), (column, record[column])
     idle = next(r for r in records if r["x_LineKind"] == "idle")
-    assert (idle["SubAccountId"], idle["x_Attribution"], idle["BilledCost"]) == ("", "idle", "1.00")
+    assert (idle["AllocatedResourceId"], idle["AllocatedMethodId"], idle["BilledCost"]) == (
+        "",
+        "gpuplatform-card-hours-v1",
+        "1.00",
+    )
     assert sum(D(r["BilledCost"]) for r in records) == D("4.00")  # = 2 cards x 1 h x 2.00
 
 

@@ -51,7 +51,9 @@ def test_usage_shows_charts_per_tenant_and_pool_and_efficiency(march, cast, clie
     assert {d["label"]: d["data"] for d in tenants["datasets"]} == {"nlp": [0.5], "vision": [1.0]}
     assert chart(page, "pool-usage")["datasets"][0]["label"] == "east/h100"
     assert "<script>" not in page  # no inline script: the CSP forbids it
-    assert re.search(r"vision</td><td>1.000</td><td>0.600</td><td>60 %", page)
+    assert re.search(
+        r'vision</td><td class="num">1.00</td><td class="num">0.60</td><td class="num">60 %', page
+    )
 
 
 def test_a_tenant_sees_only_its_own_usage_and_an_empty_month_says_what_to_do(march, cast, client):
@@ -65,6 +67,10 @@ def test_finance_adds_a_rate_card_and_the_form_explains_refusals(march, cast, cl
     c = logged_in(client, cast.fiona)
     form = {"gpu_model": "T4", "currency": "usd", "price_per_ge_hour": "0.40", "basis": "utilisation",
             "effective_from": "2025-05-01 00:00"}  # fmt: skip
+    # no cluster reports a T4: said first, nothing saved; then saved anyway
+    warned = c.post("/metering/rate-cards/", form).content.decode()
+    assert "No cluster reports a GPU of model T4" in warned and not RateCard.objects.filter(gpu_model="T4")
+    form["save_anyway"] = "1"
     added = c.post("/metering/rate-cards/", form, follow=True)
     assert "Rate card added" in added.content.decode()
     assert RateCard.objects.get(gpu_model="T4").currency == "USD"
@@ -123,7 +129,7 @@ def test_a_tenant_sees_its_costs_but_no_period_page_or_download(march, cast, cli
     job = run_report_job(job_id=ReportJob.objects.get().pk)
     c = logged_in(client, cast.alice)
     costs = c.get("/metering/periods/").content.decode()
-    assert re.search(r"2025-03</td><td>1.000</td><td>2.00 USD", costs)
+    assert re.search(r'2025-03</td><td class="num">1.00</td><td class="num">2.00 USD', costs)
     assert "/api/v1/reports/export/?period=2025-03&amp;as=focus" in costs
     assert c.get(f"/metering/periods/{period.pk}/").status_code == 404
     assert c.get(f"/metering/jobs/{job.pk}/").status_code == 404

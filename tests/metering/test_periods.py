@@ -175,20 +175,30 @@ def test_late_data_becomes_an_adjustment_in_the_next_open_period_once(priced, ca
     late = hold(priced, tenant=cast.nlp, pool="h100", name="n-late", ge="1", start=at(0), end=at(60))
     # 10:00-10:30: 3 GPUs on 2 cards, each charged 2/3 x 0.5 h = 1/3; 10:30-11:00: vision and the late
     # pod 0.5 each. vision 1 -> 5/6 (-1/6), n-h100 0.5 -> 1/3 (-1/6), n-late 0 -> 5/6: +1/2 in all.
+    # The node's idle falls by as much: 0.5 -> 0 (-1/2), booked against idle/h100-0.
     result = meter_allocation_hour(cluster_id=priced.cluster.pk, hour=HOUR, now=LATER)
-    assert result.adjustments == 3
+    assert result.adjustments == 4
     again = meter_allocation_hour(cluster_id=priced.cluster.pk, hour=HOUR, now=LATER)
     assert again.adjustments == 0  # net of what was booked: nothing is billed twice
     april = BillingPeriod.objects.get(label="2025-04")
-    deltas = {a.share_key: a.card_hours_delta for a in Adjustment.objects.filter(period=april)}
+    deltas = {
+        a.share_key: a.card_hours_delta
+        for a in Adjustment.objects.filter(period=april, meter="allocated_ge_hours")
+    }
     assert sum(deltas.values()) == D("0.5")
     assert deltas[str(late.pk)] in (D("0.833333333"), D("0.833333334"))  # the 1e-9 goes to one of three ties
+    idle = Adjustment.objects.get(period=april, meter="idle_card_hours")
+    assert (idle.share_key, idle.card_hours_delta, idle.tenant_id) == ("idle/h100-0", D("-0.5"), None)
     assert all(a.adjusts_period == march for a in Adjustment.objects.all())
     assert UsageHour.objects.filter(share_key=str(late.pk)).count() == 0  # March stays as it closed
     april = build_period_report(period_id=april.pk)
     adjustments = {slug: amount for kind, slug, _, amount in lines_of(april) if kind == "adjustment"}
     # vision -1/6 x 2.50 = -0.4166... -> -0.42; nlp (-1/6 + 5/6) x 2.50 = 1.666... -> 1.67
     assert adjustments == {"vision": D("-0.42"), "nlp": D("1.67")}
+    # idle -1/2 x 2.50 = -1.25: the h100 pool recovers 5.00 across March and April, no more.
+    assert [(pool, amount) for kind, _, pool, amount in lines_of(april) if kind == "idle_adjustment"] == [
+        ("east/h100", D("-1.25"))
+    ]
     assert {line.adjusts for line in ReportLine.objects.filter(period=april, kind="adjustment")} == {
         "2025-03"
     }

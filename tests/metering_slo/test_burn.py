@@ -1,11 +1,11 @@
-"""Burn rates and error budgets worked by hand (metering/slo/burn.py, pure)."""
+"""Burn rates and error budgets worked by hand (metering/slos/burn.py, pure)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from metering.slo.burn import Sample, budget_remaining, burn_rate, firing
+from metering.slos.burn import Sample, budget_remaining, burn_rate, firing
 
 END = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 BUCKET = timedelta(minutes=5)

@@ -24,8 +24,8 @@ import pytest
 from gpuplatform.errors import ValidationFailed
 from inventory.models import Gpu
 from metering.models import SliSample
-from metering.services.slos import create_slo, evaluate_slo
 from metering.services.sources import configure_metrics_source
+from metering.slos.services import create_slo, evaluate_slo
 from tests.metering.prometheus import PrometheusServer, Series, free_port
 from tests.metering.scenario import build_fleet
 from tests.metering.usage_scenario import UUIDS, describe_cards

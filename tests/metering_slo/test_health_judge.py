@@ -1,10 +1,10 @@
-"""The pure per-card verdict of gpu_health (metering/slo/health.py): how XID groups find their card
+"""The pure per-card verdict of gpu_health (metering/slos/health.py): how XID groups find their card
 when exporters' labels drift, worked by hand on a 5-point bucket."""
 
 from __future__ import annotations
 
 from metering.collection.readings import XidReading
-from metering.slo.health import Card, ClusterXids, judge
+from metering.slos.health import Card, ClusterXids, judge
 
 CRITICAL = frozenset({48, 79})
 

@@ -27,9 +27,9 @@ from inventory.models import Allocation, NodePool
 from inventory.services import create_cluster
 from inventory.sync.service import sync_cluster
 from metering.models import AlertDelivery, AlertState, Meter, SliSample, SloAlert, UsageHour
-from metering.services.slos import create_receiver, create_slo, standing
 from metering.services.sources import configure_metrics_source
-from metering.slo_tasks import evaluate_slos_task
+from metering.slos.services import create_receiver, create_slo, standing
+from metering.slos.tasks import evaluate_slos_task
 from metering.tasks import meter_hour_task, meter_usage_hour_task
 from quotas.models import Flavor, PriorityClass, Queue, Quota
 from tests.metering.prometheus import PrometheusServer, Series, every

@@ -12,7 +12,7 @@ import time_machine
 
 from inventory.models import Gpu
 from metering.models import AlertDelivery, AlertState, DeliveryState, SliSample, SloAlert
-from metering.services.slos import create_receiver, create_slo, deliver, evaluate_slo, standing
+from metering.slos.services import create_receiver, create_slo, deliver, evaluate_slo, standing
 from quotas.services.requests import submit_request
 from tests.metering_slo.receiver import Receiver
 from tests.quotas.conftest import make_catalog

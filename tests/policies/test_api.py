@@ -59,7 +59,11 @@ def test_declare_publish_diff_and_dry_run_over_http(cast, api, pool):
     )
     assert created.status_code == 201, created.json()
     assert created.json()["parameters"] == {"replicas": 4, "fail_requests_greater_than_one": False}
-    first = pat.post("/api/v1/policy-revisions/", {"pool": str(pool.pk), "note": "r1"}, format="json")
+    first = pat.post(
+        "/api/v1/policy-revisions/",
+        {"pool": str(pool.pk), "note": "r1", "confirm_no_agent": True},
+        format="json",
+    )
     assert first.status_code == 201 and first.json()["number"] == 1
     changed = pat.patch(
         f"/api/v1/sharing-policies/{created.json()['id']}/",
@@ -69,7 +73,9 @@ def test_declare_publish_diff_and_dry_run_over_http(cast, api, pool):
     assert changed.status_code == 200 and changed.json()["mode"] == "mig"
     dry = pat.post("/api/v1/policy-revisions/dry-run/", {"pool": str(pool.pk)}, format="json").json()
     assert dry["to_revision"] == 2 and dry["needs_drain"] is True and len(dry["nodes"]) == 2
-    second = pat.post("/api/v1/policy-revisions/", {"pool": str(pool.pk)}, format="json").json()
+    second = pat.post(
+        "/api/v1/policy-revisions/", {"pool": str(pool.pk), "confirm_no_agent": True}, format="json"
+    ).json()
     diff = pat.get(f"/api/v1/policy-revisions/{second['id']}/diff/").json()
     assert (diff["from"], diff["to"]) == (1, 2)
     assert {"name": "nvidia.com/mig.config", "from": "all-disabled", "to": "gpuplatform-h100-r2"} in diff[

@@ -1,6 +1,7 @@
 """Each pool is enforced apart (issue 12 item 4): before, two pools' flavors sharing nvidia.com/gpu
 were summed into one ResourceQuota; publishing each pool's policy gives it a resource name of its
-own, the flavors follow, and the namespace's ResourceQuota in kubesim holds each pool separately."""
+own, the flavors follow once the pool's nodes have converged on it (issue 27), and the namespace's
+ResourceQuota in kubesim holds each pool separately."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 
 from gpuplatform.audit.models import AuditEvent
 from inventory.services import create_cluster
+from policies.models import NodePolicyState, Rollout
 from policies.services.revisions import publish_policy
+from policies.services.rollouts import advance_rollout, start_rollout
 from policies.services.sharing import set_sharing_policy
 from quotas.materialise import QUOTA_NAME, materialise_request
 from quotas.models import CapacityRequest, Flavor, PriorityClass, Queue, Quota
@@ -63,6 +66,17 @@ def hard(core, namespace="team-vision"):
     return core.read_namespaced_resource_quota(QUOTA_NAME, namespace).spec.hard
 
 
+def converge(cast, pool, revision) -> None:
+    """Roll the revision out over every node at once, each node's agent acking it."""
+    rollout = start_rollout(actor=cast.pat, pool_id=pool.pk, revision_id=revision.pk, max_unavailable=99)
+    advance_rollout(rollout_id=rollout.pk)
+    NodePolicyState.objects.filter(rollout=rollout).update(
+        state="applied", applied_revision=revision.number, applied_hash=revision.content_hash
+    )
+    advance_rollout(rollout_id=rollout.pk)
+    assert Rollout.objects.get(pk=rollout.pk).state == "succeeded"
+
+
 def test_before_the_pools_have_names_of_their_own_their_flavors_are_summed(two_pools):
     core, _, _, requests = two_pools
     materialise_request(request_id=requests[0].pk)
@@ -73,8 +87,10 @@ def test_publishing_each_pools_policy_holds_each_pool_apart_in_the_resource_quot
     core, h100, t4, requests = two_pools
     set_sharing_policy(pool_id=h100.pk, actor=cast.pat, mode="exclusive", parameters={})
     set_sharing_policy(pool_id=t4.pk, actor=cast.pat, mode="time-slicing", parameters={"replicas": 4})
-    publish_policy(pool_id=h100.pk, actor=cast.pat)
-    publish_policy(pool_id=t4.pk, actor=cast.pat)
+    for pool in (h100, t4):
+        revision = publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
+        assert Flavor.objects.filter(pool=pool).get().resource_names == [GPU]  # not before the nodes
+        converge(cast, pool, revision)
 
     assert Flavor.objects.get(name="h100").resource_names == ["nvidia.com/gpu-h100"]
     assert Flavor.objects.get(name="t4-shared").resource_names == ["nvidia.com/gpu-t4"]

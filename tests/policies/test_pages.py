@@ -59,7 +59,10 @@ def test_publishing_from_the_page_after_its_dry_run_names_the_blocking_pod(cast,
     gpu_pod(pool, node="h100-node-0", namespace="team-vision", pod="train-0", tenant=cast.vision)
     status, html = page(client, url)
     assert "Publish r1" in html and "team-vision/train-0" in html
-    assert client.post(url, {"intent": "publish", "note": "seven slices"}).status_code == 302
+    assert (
+        client.post(url, {"intent": "publish", "note": "seven slices", "confirm_no_agent": "on"}).status_code
+        == 302
+    )
     revision = PolicyRevision.objects.get(pool=pool)
     assert revision.number == 1 and revision.note == "seven slices"
     status, html = page(client, f"/policies/pools/{pool.pk}/revisions/")
@@ -84,7 +87,7 @@ def test_tenants_see_no_sharing_pages_and_only_their_own_admission_rules(cast, c
     assert status == 200 and "No admission rules." in html and "Save rule" not in html
     client.force_login(cast.bob)
     status, html = page(client, "/policies/admission-rules/")
-    assert "<td>nlp</td>" in html and "<td>3</td>" in html
+    assert "<td>nlp</td>" in html and '<td class="num">3</td>' in html
 
 
 def test_apply_on_the_page_queues_a_job_for_a_worker_and_shows_how_it_went(
@@ -108,7 +111,7 @@ def test_apply_on_the_page_queues_a_job_for_a_worker_and_shows_how_it_went(
     assert f"Apply to {pool.cluster.name} queued" in html
     (job,) = AdmissionApply.objects.all()
     assert (job.state, job.cluster_id, job.requested_by) == ("queued", pool.cluster_id, cast.pat)
-    assert "<td>queued</td>" in html  # the applies table, newest first
+    assert '<td class="wrap">queued</td>' in html  # the applies table, newest first
     # a tenant sees neither the button nor the applies
     client.force_login(cast.bob)
     html = client.get("/policies/admission-rules/").content.decode()

@@ -30,7 +30,7 @@ def pool(cast):
 
 def test_the_first_publish_is_revision_1_with_a_verifiable_signature(cast, pool):
     set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="time-slicing", parameters={"replicas": 4})
-    revision = publish_policy(pool_id=pool.pk, actor=cast.pat, note="four replicas")
+    revision = publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True, note="four replicas")
     assert revision.number == 1 and revision.previous is None and revision.needs_drain is False
     assert revision.content_hash == signing.content_hash(revision.bundle)
     key: Ed25519PublicKey = signing.public_key()
@@ -47,15 +47,15 @@ def test_the_first_publish_is_revision_1_with_a_verifiable_signature(cast, pool)
 
 def test_each_change_makes_the_next_number_and_a_mig_geometry_change_needs_a_drain(cast, pool):
     set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="exclusive", parameters={})
-    first = publish_policy(pool_id=pool.pk, actor=cast.pat)
+    first = publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="time-slicing", parameters={"replicas": 2})
-    second = publish_policy(pool_id=pool.pk, actor=cast.pat)
+    second = publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="mig", parameters=MIG_7)
-    third = publish_policy(pool_id=pool.pk, actor=cast.pat)
+    third = publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     set_sharing_policy(
         pool_id=pool.pk, actor=cast.pat, mode="mig", parameters={"geometry": {"H100-80GB": {"3g.40gb": 2}}}
     )
-    fourth = publish_policy(pool_id=pool.pk, actor=cast.pat)
+    fourth = publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     assert [r.number for r in (first, second, third, fourth)] == [1, 2, 3, 4]
     assert [r.needs_drain for r in (first, second, third, fourth)] == [False, False, True, True]
     assert fourth.previous_id == third.pk
@@ -63,9 +63,9 @@ def test_each_change_makes_the_next_number_and_a_mig_geometry_change_needs_a_dra
 
 def test_publishing_an_unchanged_policy_is_refused_and_makes_nothing(cast, pool):
     set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="exclusive", parameters={})
-    publish_policy(pool_id=pool.pk, actor=cast.pat)
+    publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     with pytest.raises(Conflict) as refused:
-        publish_policy(pool_id=pool.pk, actor=cast.pat)
+        publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     assert refused.value.code == "policy.unchanged"
     assert PolicyRevision.objects.filter(pool=pool).count() == 1
 
@@ -75,7 +75,7 @@ def test_unknown_pool_and_pool_without_policy_are_told_apart(cast, pool):
         publish_policy(pool_id="8d3c1d1e-0000-0000-0000-000000000000", actor=cast.pat)
     assert unknown.value.code == "policy.unknown_pool"
     with pytest.raises(NotFound) as none:
-        publish_policy(pool_id=pool.pk, actor=cast.pat)
+        publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     assert none.value.code == "policy.no_policy"
 
 
@@ -89,7 +89,9 @@ def test_an_invalid_geometry_is_refused_with_its_code_and_nothing_is_stored(cast
 
 def test_publish_is_audited_in_the_same_transaction(cast, pool):
     set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="mps", parameters={"replicas": 4})
-    revision = publish_policy(pool_id=pool.pk, actor=cast.pat, note="mps for inference")
+    revision = publish_policy(
+        pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True, note="mps for inference"
+    )
     event = AuditEvent.objects.get(action="policy_revision.published")
     assert event.object_id == str(revision.pk) and event.actor == cast.pat
     assert event.after["number"] == 1 and event.after["note"] == "mps for inference"
@@ -98,7 +100,7 @@ def test_publish_is_audited_in_the_same_transaction(cast, pool):
 
 def publish_and_roll_back(pool, actor):
     with transaction.atomic():
-        publish_policy(pool_id=pool.pk, actor=actor)
+        publish_policy(pool_id=pool.pk, actor=actor, confirm_no_agent=True)
         raise RuntimeError("rolled back")
 
 
@@ -114,7 +116,7 @@ def test_revision_published_is_sent_after_commit_only(cast):
     try:
         set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="exclusive", parameters={})
         with transaction.atomic():
-            publish_policy(pool_id=pool.pk, actor=cast.pat)
+            publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
             assert seen == []  # not while the transaction could still roll back
         assert seen == [1]
         set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="time-slicing", parameters={"replicas": 3})
@@ -127,9 +129,9 @@ def test_revision_published_is_sent_after_commit_only(cast):
 
 def test_diff_shows_each_file_and_the_labels_that_change(cast, pool):
     set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="time-slicing", parameters={"replicas": 4})
-    r1 = publish_policy(pool_id=pool.pk, actor=cast.pat)
+    r1 = publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="mig", parameters=MIG_7)
-    r2 = publish_policy(pool_id=pool.pk, actor=cast.pat)
+    r2 = publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     diff = diff_revisions(older=r1, newer=r2)
     by_path = {f["path"]: f for f in diff["files"]}
     assert by_path["mig-parted/config.yaml"]["status"] == "added"
@@ -144,7 +146,7 @@ def test_diff_shows_each_file_and_the_labels_that_change(cast, pool):
 
 def test_dry_run_names_the_nodes_and_the_gpu_pods_that_block_a_mig_change(cast, pool):
     set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="exclusive", parameters={})
-    publish_policy(pool_id=pool.pk, actor=cast.pat)
+    publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     gpu_pod(pool, node="h100-node-1", namespace="team-vision", pod="train-0", tenant=cast.vision)
     set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="mig", parameters=MIG_7)
     result = dry_run(pool_id=pool.pk).data
@@ -160,23 +162,23 @@ def test_dry_run_names_the_nodes_and_the_gpu_pods_that_block_a_mig_change(cast, 
 
 def test_a_revision_bundle_is_stored_as_canonical_json_round_trip(cast, pool):
     set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="mig", parameters=MIG_7)
-    revision = publish_policy(pool_id=pool.pk, actor=cast.pat)
+    revision = publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     revision.refresh_from_db()
     assert signing.content_hash(json.loads(signing.canonical_json(revision.bundle))) == revision.content_hash
 
 
 def test_a_rollback_carries_the_earlier_bundle_under_the_next_number(cast, pool):
     set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="exclusive", parameters={})
-    r1 = publish_policy(pool_id=pool.pk, actor=cast.pat)
+    r1 = publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     set_sharing_policy(pool_id=pool.pk, actor=cast.pat, mode="mig", parameters=MIG_7)
-    publish_policy(pool_id=pool.pk, actor=cast.pat)
+    publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     # the rollout's automatic rollback runs as the system (no actor)
     r3 = publish_policy(pool_id=pool.pk, actor=None, note="r2 failed on a node", rollback_of=1)
     assert r3.number == 3 and r3.bundle == r1.bundle and r3.content_hash == r1.content_hash
     assert r3.policy["rollback_of"] == 1 and r3.needs_drain is True  # MIG back off: nodes emptied again
     assert SharingPolicy.objects.get(pool=pool).mode == "exclusive"  # the declaration follows
     with pytest.raises(Conflict):  # r3 already holds the exclusive policy
-        publish_policy(pool_id=pool.pk, actor=cast.pat)
+        publish_policy(pool_id=pool.pk, actor=cast.pat, confirm_no_agent=True)
     with pytest.raises(NotFound) as unknown:
         publish_policy(pool_id=pool.pk, actor=None, rollback_of=9)
     assert unknown.value.code == "policy.unknown_revision"

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from gpuplatform.audit.models import AuditEvent
 from quotas.models import Budget, CapacityRequest, Flavor
 from quotas.services.requests import submit_request
 
@@ -37,21 +38,52 @@ def test_the_queue_page_shows_pending_requests_with_reasons_and_the_inbox(cast, 
     html = page(client, "/queues/")
     assert "waiting_for_quota" in html and "awaiting_approval" in html
     # alice administers vision itself: she may refuse, but approval needs an admin above vision
-    assert "Approval inbox" in html and "Reject" in html and "Approve</button>" not in html
+    assert "Approval inbox" in html and "Review (you may reject)" in html and "Review and decide" not in html
     assert "approval by an admin above vision" in html
     client.force_login(cast.rita)
-    assert "Approve</button>" in page(client, "/queues/")
+    assert "Review and decide" in page(client, "/queues/")
     client.force_login(cast.dana)
     assert "Approval inbox" not in page(client, "/queues/")  # members cannot approve
 
 
-def test_an_admin_approves_from_the_inbox(cast, client, busy):
+def test_the_inbox_links_each_request_and_says_which_threshold_it_crossed(cast, client, busy):
     awaiting = CapacityRequest.objects.get(approval="awaiting")
     client.force_login(cast.rita)
-    response = client.post(f"/queues/requests/{awaiting.pk}/approve/")
+    html = page(client, "/queues/")
+    assert f'href="/queues/requests/{awaiting.pk}/"' in html
+    # vision held 3 + 3 (admitted) when dana asked 4 more: 10 on h100, over its threshold of 9.
+    assert (
+        "vision (and below) would hold 10 \u00d7 nvidia.com/gpu on h100 with this request of 4: above the "
+        "flavor's approval threshold of 9." in html
+    )
+    assert awaiting.approval_basis == [
+        {
+            "flavor": "h100",
+            "threshold": 9,
+            "resource": "nvidia.com/gpu",
+            "subtree_would_hold": 10,
+            "requested": 4,
+            "subtree": "vision",
+        }
+    ]
+
+
+def test_an_admin_approves_from_the_request_page_with_a_note(cast, client, busy):
+    awaiting = CapacityRequest.objects.get(approval="awaiting")
+    client.force_login(cast.rita)
+    # one click is not a decision: without a note nothing changes
+    response = client.post(f"/queues/requests/{awaiting.pk}/approve/", HTTP_HX_REQUEST="true")
+    assert "Say why" in response.content.decode()
+    awaiting.refresh_from_db()
+    assert awaiting.approval == "awaiting"
+    response = client.post(f"/queues/requests/{awaiting.pk}/approve/", {"note": "paper deadline"})
     assert response.status_code == 302
     awaiting.refresh_from_db()
     assert awaiting.approval == "approved"
+    html = page(client, f"/queues/requests/{awaiting.pk}/")
+    assert "Approved by rita" in html and "paper deadline" in html
+    event = AuditEvent.objects.get(action="capacity_request.approved")
+    assert event.after == {"approval": "approved", "note": "paper deadline"}
 
 
 def test_quota_bars_and_budget_burn_show_only_visible_tenants(cast, client, busy):

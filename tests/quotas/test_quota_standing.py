@@ -45,5 +45,5 @@ def test_quota_filters_take_the_names_a_post_takes(cast, api, vision_borrows_fro
 def test_the_quota_page_shows_lent_and_available(cast, client, vision_borrows_from_nlp):
     client.force_login(cast.rita)
     html = client.get("/queues/quotas/").content.decode()
-    assert "<th>Lent</th><th>Available</th>" in html
+    assert '<th class="num">Lent, units</th><th class="num">Available, units</th>' in html
     assert "1 used of 4 nominal: 0 borrowed, 2 lent, 1 available" in html

@@ -27,7 +27,7 @@ from django.db import connection
 from gpuplatform.audit.models import AuditEvent
 from metering.models import AlertDelivery, AlertReceiver, MeteredHour, MetricsSource
 from metering.services.collection import meter_usage_hour
-from metering.services.slos import deliver
+from metering.slos.services import deliver
 from tenants.sso import discovery
 from tests.helpers import assert_problem
 from tests.inventory import factories as inv

@@ -16,13 +16,14 @@ from django.core.wsgi import get_wsgi_application
 import kubesim
 from demo.billing import seed_demo_billing
 from demo.capacity import seed_demo_capacity
+from demo.loops import beat_loops, keep_running, sync_loop
 from demo.seed import seed_demo_cluster, seed_demo_organisation
 from demo.usage import seed_demo_usage
-from inventory.sync.service import keep_synced, sync_cluster
+from inventory.sync.service import sync_cluster
 from kubesim.controllers import CONTROLLER_NAMES
-from quotas.runner.loop import keep_admitting
 
 DEMO_NODES = 24
+USAGE_RECHECK_SECONDS = 3600.0
 # The demo's server: waitress, threaded and in this process (so kubesim, the sync and the admission
 # loop live beside it). A listen backlog and connection limit far above Django's development server,
 # whose backlog of 5 reset about half of 100 concurrent clients; SQLite serialises the writes, so a
@@ -52,17 +53,12 @@ class Command(BaseCommand):
         sim = kubesim.start(scenario="mixed", nodes=options["nodes"], seed=1, controllers=_controllers())
         cluster = seed_demo_cluster(kubeconfig=sim.kubeconfig_path.read_text())
         stop = threading.Event()
-        sync = threading.Thread(
-            target=keep_synced, kwargs={"cluster": cluster, "stop": stop}, name="demo-inventory", daemon=True
-        )
-        # What beat runs in production (expiry, deciding pending requests again, materialising what
-        # that moves): tasks run inline without Redis, so a thread calls the loop on beat's period.
-        admitting = threading.Thread(
-            target=keep_admitting,
-            kwargs={"stop": stop, "interval_seconds": settings.ADMISSION_LOOP_SECONDS},
-            name="demo-admission-loop",
-            daemon=True,
-        )
+        sync = sync_loop(cluster=cluster, stop=stop)
+        # What beat runs in production (SLO evaluation, the admission loop, rollouts, hourly
+        # metering): tasks run inline without Redis, so a thread per entry runs it on its schedule.
+        beats = beat_loops(stop=stop)
+        # A report build takes minutes on SQLite: in a thread of its own, not the request's.
+        settings.EAGER_TASKS_IN_THREADS = (*settings.EAGER_TASKS_IN_THREADS, "metering.build_report")
         # One cold sync first: flavors are made from the pools it finds.
         sync_cluster(cluster_id=cluster.pk)
         seed_demo_capacity(cluster=cluster)
@@ -70,17 +66,21 @@ class Command(BaseCommand):
         # A month of per-share usage (simulated without PROMETHEUS_URL), newest hour first, beside the
         # server: metering it takes minutes on SQLite. --seed-only meters the last day and returns.
         usage = threading.Thread(
-            target=seed_demo_usage,
-            kwargs={"cluster": cluster, "stop": stop, "pause_seconds": 1.0},
+            target=keep_running,
+            kwargs={
+                "name": "usage",
+                "iteration": lambda: seed_demo_usage(cluster=cluster, stop=stop, pause_seconds=1.0),
+                "stop": stop,
+                "pause": lambda: USAGE_RECHECK_SECONDS,  # a failed backfill resumes where it stopped
+            },
             name="demo-usage",
             daemon=True,
         )
         if options["seed_only"]:
             seed_demo_usage(cluster=cluster, days=1)
         else:
-            sync.start()
-            admitting.start()
-            usage.start()
+            for thread in (sync, *beats, usage):
+                thread.start()
         url = f"http://{options['host']}:{options['port']}"
         lines = [
             "",

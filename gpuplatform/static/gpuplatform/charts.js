@@ -3,7 +3,8 @@
 // Data: {labels, datasets: [{label, data, color, dash, point, outline, type}], type, stacked,
 // horizontal, unit}, or the capacity shorthand {labels, allocated, free}. Series stay apart without
 // colour: each may carry a dash pattern (dash), a point shape (point) and be drawn hollow (outline);
-// the tooltip gives every figure with its unit.
+// the tooltip gives every figure with its unit, and the value axis is titled with it (the data's
+// unit, or the canvas's data-unit / data-axis where the page knows it better).
 (function () {
   "use strict";
   function datasetsOf(data) {
@@ -34,13 +35,18 @@
     if (!source || typeof Chart === "undefined") { return; }
     var data = JSON.parse(source.textContent);
     var stacked = data.stacked !== false;
-    var unit = data.unit ? " " + data.unit : "";
+    var unitName = data.unit || canvas.dataset.unit || (data.datasets ? "" : "GE");
+    var unit = unitName ? " " + unitName : "";
+    var axisTitle = canvas.dataset.axis || unitName;
+    var scales = {x: {stacked: stacked}, y: {stacked: stacked}};
+    var valueAxis = data.horizontal === false ? "y" : "x";
+    if (axisTitle) { scales[valueAxis].title = {display: true, text: axisTitle}; }
     new Chart(canvas, {
       type: data.type || "bar",
       data: {labels: data.labels, datasets: datasetsOf(data)},
       options: {
         indexAxis: data.horizontal === false ? "x" : "y",
-        scales: {x: {stacked: stacked}, y: {stacked: stacked}},
+        scales: scales,
         interaction: {mode: "index", intersect: false},
         plugins: {
           legend: {labels: {usePointStyle: true}},

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from gpuplatform.errors import DomainError
 from inventory.models import Cluster
+from metering.services.adjustments import BookingRun
 from metering.services.collection import meter_usage_hour, usage_source_for
 from metering.services.ledger import meter_allocation_hour
 
@@ -51,6 +52,7 @@ class Command(BaseCommand):
             hour += timedelta(hours=1)
         total = len(hours) * clusters.count()
         done = 0
+        run = BookingRun()  # one audit event for the late data this backfill books, not one per hour
         for cluster in clusters:
             source, config = (None, None) if options["no_usage"] else usage_source_for(cluster_id=cluster.pk)
             for hour in hours:
@@ -61,7 +63,9 @@ class Command(BaseCommand):
                 done += 1
                 usage = ""
                 if source is not None:
-                    used = meter_usage_hour(cluster_id=cluster.pk, hour=hour, source=source, config=config)
+                    used = meter_usage_hour(
+                        cluster_id=cluster.pk, hour=hour, source=source, config=config, run=run
+                    )
                     state = (
                         "complete"
                         if used.complete

@@ -1,1 +1,0 @@
-"""SLO arithmetic (pure): error budgets, burn rates and the multi-window burn-rate alert rules."""

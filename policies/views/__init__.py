@@ -1,0 +1,1 @@
+"""Policies' pages, one module per group: sharing.py (pools, revisions, admission rules), rollouts.py."""

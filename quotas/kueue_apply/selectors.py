@@ -1,0 +1,108 @@
+"""The Kueue compiler's input for one cluster, read from the database (quotas/kueue/model.py)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
+
+from django.db.models import Q
+
+from inventory.models import Cluster, Node
+from quotas.kueue.model import (
+    CompileInput,
+    FlavorInput,
+    NodeInput,
+    PriorityClassInput,
+    QueueInput,
+    QuotaInput,
+    ResourceInput,
+    Taint,
+    TenantInput,
+)
+from quotas.models import Flavor, PriorityClass, Queue, Quota
+from tenants.models import Tenant, TenantNamespace
+
+
+def compile_input_for(*, cluster: Cluster) -> CompileInput:
+    """Everything the compiler needs for ``cluster``: its present nodes with their pools, the flavors
+    of its pools, the whole tenant tree with each tenant's namespaces there (a namespace row without a
+    cluster counts on every cluster), the quotas on those flavors, every queue and priority class."""
+    nodes = tuple(
+        NodeInput(
+            name=node.name,
+            pool=node.pool.name if node.pool else None,
+            labels=dict(node.labels or {}),
+            taints=tuple(
+                Taint(
+                    key=str(t.get("key", "")),
+                    effect=str(t.get("effect", "")),
+                    value=str(t.get("value") or ""),
+                )
+                for t in node.taints or []
+            ),
+        )
+        for node in Node.objects.filter(cluster=cluster, present=True).select_related("pool").order_by("name")
+    )
+    flavor_rows = list(Flavor.objects.filter(pool__cluster=cluster).select_related("pool"))
+    flavors = tuple(
+        FlavorInput(
+            name=flavor.name,
+            pool=flavor.pool.name if flavor.pool else None,
+            kind=flavor.kind,
+            resources=tuple(
+                ResourceInput(name=str(r["name"]), ge_per_unit=Fraction(str(r["ge_per_unit"])))
+                for r in flavor.resources
+            ),
+            device_class=flavor.device_class,
+        )
+        for flavor in flavor_rows
+    )
+    namespaces: dict[str, set[str]] = defaultdict(set)
+    for slug, namespace in TenantNamespace.objects.filter(
+        Q(cluster=cluster.name) | Q(cluster="")
+    ).values_list("tenant__slug", "namespace"):
+        namespaces[slug].add(namespace)
+    tenants = tuple(
+        TenantInput(slug=slug, parent=parent, namespaces=tuple(sorted(namespaces.get(slug, ()))))
+        for slug, parent in Tenant.objects.order_by("path").values_list("slug", "parent__slug")
+    )
+    quotas = tuple(
+        QuotaInput(
+            tenant=quota.tenant.slug,
+            flavor=quota.flavor.name,
+            resource=quota.resource,
+            nominal=quota.nominal,
+            borrowing_limit=quota.borrowing_limit,
+            lending_limit=quota.lending_limit,
+        )
+        for quota in Quota.objects.filter(flavor__in=flavor_rows).select_related("tenant", "flavor")
+    )
+    queues = tuple(
+        QueueInput(
+            tenant=queue.tenant.slug,
+            name=queue.name,
+            strategy=queue.strategy,
+            weight=queue.weight,
+            within_tenant=queue.within_tenant,
+            reclaim_within_cohort=queue.reclaim_within_cohort,
+            borrow_within_cohort=queue.borrow_within_cohort,
+            max_priority_threshold=queue.max_priority_threshold,
+            when_can_borrow=queue.when_can_borrow,
+            when_can_preempt=queue.when_can_preempt,
+        )
+        for queue in Queue.objects.select_related("tenant")
+    )
+    classes = tuple(
+        PriorityClassInput(name=c.name, value=c.value, preemptible=c.preemptible, description=c.description)
+        for c in PriorityClass.objects.all()
+    )
+    return CompileInput(
+        cluster=cluster.name,
+        pool_label=cluster.pool_label,
+        nodes=nodes,
+        flavors=flavors,
+        tenants=tenants,
+        quotas=quotas,
+        queues=queues,
+        priority_classes=classes,
+    )

@@ -1,0 +1,76 @@
+"""Queue the Kueue apply after every change to what it compiles: tenants and their namespaces,
+flavors, quotas, queues, priority classes (Django's model signals, so a lower app such as tenants
+need not know), and after a cluster's enforcement backend is switched (inventory's signal).
+
+One apply per cluster per transaction, however many rows it changed: the first change registers
+an on-commit batch, later ones add to it (found again in the connection's on-commit list, so a
+rolled-back transaction takes its batch with it). Which clusters are in kueue mode is read at commit,
+not on every save."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import current_app
+from django.db import connection, transaction
+
+from inventory.models import Cluster, EnforcementBackend
+
+APPLY_TASK = "quotas.apply_kueue"
+
+
+class _Batch:
+    def __init__(self) -> None:
+        self.cluster_ids: set[str] = set()
+        self.every_kueue_cluster = False
+
+    def __call__(self) -> None:
+        ids = set(self.cluster_ids)
+        if self.every_kueue_cluster:
+            ids.update(
+                str(pk)
+                for pk in Cluster.objects.filter(enforcement_backend=EnforcementBackend.KUEUE).values_list(
+                    "pk", flat=True
+                )
+            )
+        for cluster_id in sorted(ids):
+            current_app.signature(APPLY_TASK, args=(cluster_id,)).delay()
+
+
+def _batch() -> _Batch:
+    if connection.in_atomic_block:
+        for entry in connection.run_on_commit:
+            if isinstance(entry[1], _Batch):
+                return entry[1]
+    batch = _Batch()
+    transaction.on_commit(batch)  # outside a transaction this runs at once, empty: filled below
+    return batch
+
+
+def queue_kueue_apply(*, cluster_id: str | None = None) -> None:
+    """Apply one cluster (``cluster_id``) or every kueue cluster after the current transaction
+    commits. Outside a transaction, at once."""
+    if not connection.in_atomic_block:
+        batch = _Batch()
+        _fill(batch, cluster_id)
+        batch()
+        return
+    _fill(_batch(), cluster_id)
+
+
+def _fill(batch: _Batch, cluster_id: str | None) -> None:
+    if cluster_id is None:
+        batch.every_kueue_cluster = True
+    else:
+        batch.cluster_ids.add(cluster_id)
+
+
+def on_catalogue_changed(**kwargs: Any) -> None:
+    """post_save / post_delete of a catalogue model."""
+    if kwargs.get("raw"):  # fixtures being loaded
+        return
+    queue_kueue_apply()
+
+
+def on_enforcement_backend_changed(*, cluster_id: str, **kwargs: Any) -> None:
+    queue_kueue_apply(cluster_id=cluster_id)

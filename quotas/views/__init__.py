@@ -1,0 +1,1 @@
+"""Quotas' pages, one module per group: queues.py (the queue and its requests), catalogue.py."""

@@ -1,0 +1,91 @@
+"""Oversubscription counts a flavor's physical cards (issue 27): the page showed 0 cards for every
+flavor of the demo because a flavor names its GPU model as the GFD product label
+("NVIDIA-H100-80GB-HBM3", as the demo's catalogue does) while cards are counted under the catalog's
+key ("H100-80GB"), and the two never matched."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from inventory.models import Gpu, Node, ShareableUnit
+from quotas.models import Flavor, Quota
+from quotas.selectors import oversubscription
+from tests.inventory import factories as inv
+
+pytestmark = pytest.mark.django_db
+
+H100 = "NVIDIA-H100-80GB-HBM3"
+GPU = "nvidia.com/gpu"
+MIG_1G = "nvidia.com/mig-1g.10gb"
+
+
+@pytest.fixture
+def h100_pool(cast):
+    """Three nodes of 8 H100s: 24 cards, 24 whole GPUs advertised. Quotas: vision 20 and nlp 16
+    whole GPUs on `h100`, vision 14 x 1g.10gb (1/7 GE each) on `h100-mig-1g`."""
+    pool = inv.pool(H100)
+    for n in range(3):
+        node = Node.objects.create(
+            cluster=pool.cluster,
+            pool=pool,
+            name=f"h100-{n}",
+            product=H100,
+            model_key="H100-80GB",
+            gpu_count=8,
+        )
+        for index in range(8):
+            Gpu.objects.create(node=node, index=index, product=H100, model_key="H100-80GB")
+        ShareableUnit.objects.create(
+            cluster=node.cluster,
+            node=node,
+            key=f"node/{node.name}/{GPU}",
+            kind="whole_gpu",
+            resource_name=GPU,
+            count=8,
+            ge_each=Decimal(1),
+            model_key="H100-80GB",
+        )
+    whole = Flavor.objects.create(
+        name="h100", pool=pool, gpu_model=H100, resources=[{"name": GPU, "ge_per_unit": "1"}]
+    )
+    mig = Flavor.objects.create(
+        name="h100-mig-1g", pool=pool, gpu_model=H100, resources=[{"name": MIG_1G, "ge_per_unit": "1/7"}]
+    )
+    Quota.objects.create(tenant=cast.vision, flavor=whole, resource=GPU, nominal=20)
+    Quota.objects.create(tenant=cast.nlp, flavor=whole, resource=GPU, nominal=16)
+    Quota.objects.create(tenant=cast.vision, flavor=mig, resource=MIG_1G, nominal=14)
+    return pool
+
+
+def test_a_flavor_named_by_its_product_label_counts_its_pools_cards(h100_pool):
+    rows = {row["flavor"].name: row for row in oversubscription()}
+
+    # h100: 20 + 16 = 36 whole GPUs promised on 24 advertised = 1.5 x; 36 GE on 24 cards = 1.5 x
+    whole = rows["h100"]
+    assert (whole["nominal"], whole["physical"], whole["ratio"]) == (36, 24, 1.5)
+    assert (whole["nominal_ge"], whole["cards"], whole["card_ratio"]) == (36, 24, 1.5)
+    # h100-mig-1g: 14 x 1/7 = 2 GE on the same 24 cards = 0.083 -> 0.08 x; no 1g.10gb advertised
+    mig = rows["h100-mig-1g"]
+    assert (mig["nominal_ge"], mig["cards"], mig["card_ratio"], mig["ratio"]) == (2, 24, 0.08, None)
+
+
+def test_the_catalog_key_and_an_unknown_model_still_count(h100_pool):
+    Flavor.objects.filter(name="h100").update(gpu_model="H100-80GB")
+    Flavor.objects.filter(name="h100-mig-1g").update(gpu_model="Tesla-T4")
+
+    rows = {row["flavor"].name: row for row in oversubscription()}
+
+    assert rows["h100"]["cards"] == 24
+    assert rows["h100-mig-1g"]["cards"] == 0  # the pool has no T4s: no cards of that model
+
+
+def test_the_page_shows_the_cards_and_the_ratio(cast, client, h100_pool):
+    client.force_login(cast.pat)
+
+    html = client.get("/queues/oversubscription/").content.decode()
+
+    row = html[html.index("<td>h100") : html.index("</tr>", html.index("<td>h100"))]
+    # units offered and cards are both 24; nominal ÷ offered and GE ÷ cards are both 1.5
+    assert row.count('<td class="num">24</td>') == 2 and row.count("1.50\u00d7") == 2
