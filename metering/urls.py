@@ -1,8 +1,9 @@
-"""Metering's pages: usage, rate cards, billing periods and their report jobs; SLOs."""
+"""Metering's pages: usage, rate cards, billing periods and their report jobs, statements and
+credits, the cost model; SLOs."""
 
 from django.urls import path
 
-from metering import views
+from metering import cost_model_views, statement_views, views
 from metering.slos import views as slo_views
 
 urlpatterns = [
@@ -21,6 +22,19 @@ urlpatterns = [
     path("metering/periods/<uuid:period_id>/reports/", views.job_create, name="metering-job-create"),
     path("metering/jobs/<uuid:job_id>/", views.job_progress, name="metering-job-progress"),
     path("metering/jobs/<uuid:job_id>/<str:fmt>/", views.job_download, name="metering-job-download"),
+    path("metering/statements/", statement_views.statements, name="metering-statements"),
+    path(
+        "metering/statements/<uuid:statement_id>/",
+        statement_views.statement_detail,
+        name="metering-statement",
+    ),
+    path(
+        "metering/statements/<uuid:statement_id>/pdf/",
+        statement_views.statement_pdf,
+        name="metering-statement-pdf",
+    ),
+    path("metering/cost-model/", cost_model_views.cost_model, name="metering-cost-model"),
+    path("metering/credits/new/", statement_views.credit_new, name="metering-credit-new"),
     path("slos/", slo_views.slo_list, name="slo-list"),
     path("slos/new/", slo_views.slo_create, name="slo-create"),
     path("slos/<uuid:slo_id>/", slo_views.slo_detail, name="slo-detail"),

@@ -1,11 +1,14 @@
 """Metering's API routes (usage, rate cards, billing periods, reports and their exports, metrics
-sources, SLOs and their alerts), included by the root under /api/v1/ (namespace `api`)."""
+sources, statements, credits, cost models, SLOs and their alerts), included by the root under
+/api/v1/ (namespace `api`)."""
 
 from django.urls import include, path
 
 from gpuplatform.api.urls import ApiRouter
+from metering.api.cost_models import CostModelViewSet
 from metering.api.exports import ReportExportView, ReportJobViewSet
 from metering.api.sources import MetricsSourceViewSet
+from metering.api.statements import CreditViewSet, StatementViewSet
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
 from metering.slos.api import AlertDeliveryViewSet, AlertReceiverViewSet, SloAlertViewSet, SloViewSet
 
@@ -16,6 +19,9 @@ router.register("billing-periods", BillingPeriodViewSet, basename="billing-perio
 router.register("reports", ReportLineViewSet, basename="report")
 router.register("report-jobs", ReportJobViewSet, basename="report-job")
 router.register("metrics-sources", MetricsSourceViewSet, basename="metrics-source")
+router.register("statements", StatementViewSet, basename="statement")
+router.register("credits", CreditViewSet, basename="credit")
+router.register("cost-models", CostModelViewSet, basename="cost-model")
 router.register("slos", SloViewSet, basename="slo")
 router.register("slo-alerts", SloAlertViewSet, basename="slo-alert")
 router.register("alert-receivers", AlertReceiverViewSet, basename="alert-receiver")

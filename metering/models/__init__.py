@@ -1,3 +1,4 @@
+from metering.models.cost_models import CostModel
 from metering.models.jobs import ExportFormat, JobState, ReportFile, ReportJob
 from metering.models.periods import Adjustment, BillingPeriod, PeriodState, ReportLine
 from metering.models.rates import Basis, RateCard
@@ -11,6 +12,7 @@ from metering.models.slos import (
     SloAlert,
 )
 from metering.models.sources import MetricsSource
+from metering.models.statements import Credit, ExchangeRate, Statement, StatementKind
 from metering.models.usage import Attribution, CapacityHour, Meter, MeteredHour, UsageHour
 
 __all__ = [
@@ -22,7 +24,10 @@ __all__ = [
     "Basis",
     "BillingPeriod",
     "CapacityHour",
+    "CostModel",
+    "Credit",
     "DeliveryState",
+    "ExchangeRate",
     "ExportFormat",
     "JobState",
     "Meter",
@@ -36,5 +41,7 @@ __all__ = [
     "SliSample",
     "Slo",
     "SloAlert",
+    "Statement",
+    "StatementKind",
     "UsageHour",
 ]

@@ -66,7 +66,7 @@ class ReportLine(models.Model):
 
     period = models.ForeignKey(BillingPeriod, on_delete=models.PROTECT, related_name="lines")
     line_no = models.PositiveIntegerField()
-    kind = models.CharField(max_length=16)  # charge, idle, idle_share, adjustment, idle_adjustment
+    kind = models.CharField(max_length=16)  # charge, idle, idle_share, adjustment, idle_adjustment, credit
     tenant = models.ForeignKey(
         "tenants.Tenant", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
@@ -90,6 +90,7 @@ class ReportLine(models.Model):
         max_digits=QTY_DIGITS, decimal_places=QTY_PLACES, null=True, blank=True
     )
     rate_card_ref = models.CharField(max_length=36, blank=True)  # the pricing card's id (not a FK: frozen)
+    note = models.CharField(max_length=200, blank=True)  # a credit line's reason, as finance gave it
 
     objects = TenantUsageQuerySet.as_manager()
 

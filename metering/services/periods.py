@@ -16,6 +16,7 @@ from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound
 from metering.models import BillingPeriod, PeriodState
 from metering.services.reports import write_report
+from metering.services.statements import issue_statements
 
 
 def month_of(*, at: datetime) -> tuple[str, datetime, datetime]:
@@ -114,6 +115,12 @@ def close_billing_period(
         period = _lock_unclosed(actor=actor, period_id=period_id)
         if now < period.ends_at:
             raise Conflict(f"billing period {period.label} has not ended yet", code="period_not_over")
+        if period.state != PeriodState.CLOSING:
+            # open -> closing -> closed: the grace period is where late data still lands in place.
+            raise Conflict(
+                f"billing period {period.label} is open: start closing it (the grace period) first",
+                code="period_not_closing",
+            )
         before = snapshot(period, AUDITED)
         write_report(period=period, at=now, idle=idle)
         unpriced = Decimal(period.summary.get("unpriced_card_hours", "0"))
@@ -124,6 +131,7 @@ def close_billing_period(
                 "acknowledge that they close unpriced (at no cost).",
                 code="unpriced_usage",
             )
+        issue_statements(period=period, at=now)
         period.state, period.closed_at, period.closed_by = PeriodState.CLOSED, now, actor
         period.closing_at = period.closing_at or now
         period.save(update_fields=["state", "closed_at", "closed_by", "closing_at"])

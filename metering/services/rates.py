@@ -3,7 +3,6 @@ audited, never overlapping; with warnings for values that are valid but probably
 
 from __future__ import annotations
 
-import re
 import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -18,9 +17,9 @@ from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from gpuplatform.input_warnings import InputWarning
 from inventory.models import Node
 from metering.models import Basis, BillingPeriod, PeriodState, RateCard
+from metering.services.currency import check_card_currency, validate_currency
 from quotas.models import Flavor
 
-CURRENCY = re.compile(r"^[A-Z]{3}$")
 AUDITED = (
     "gpu_model", "flavor_id", "currency", "price_per_ge_hour", "energy_price_per_kwh", "basis",
     "effective_from", "effective_to", "note",
@@ -61,8 +60,7 @@ def _check_values(
     *, currency: str, price_per_ge_hour: Decimal, energy_price_per_kwh: Decimal | None, basis: str,
     blend_weight: Decimal,
 ) -> None:  # fmt: skip
-    if not CURRENCY.match(currency):
-        raise ValidationFailed("currency must be an ISO 4217 code such as USD", field="currency")
+    validate_currency(currency)
     if price_per_ge_hour < 0 or (energy_price_per_kwh is not None and energy_price_per_kwh < 0):
         raise ValidationFailed("prices cannot be negative", field="price_per_ge_hour")
     if basis not in Basis.values:
@@ -72,14 +70,15 @@ def _check_values(
 
 
 def _check_fits(
-    *, gpu_model: str, flavor: Flavor | None, start: datetime, end: datetime | None,
+    *, gpu_model: str, flavor: Flavor | None, currency: str, start: datetime, end: datetime | None,
     other_than: uuid.UUID | None = None,
 ) -> None:  # fmt: skip
-    """Locks the model's cards, then refuses an overlap with another card and any change to a closed
-    period's hours. Inside the caller's transaction."""
+    """Locks the model's cards, then refuses an overlap with another card, any change to a closed
+    period's hours and a second currency in a period. Inside the caller's transaction."""
     flavor_id = flavor.pk if flavor is not None else None
     list(RateCard.objects.select_for_update().filter(gpu_model=gpu_model).order_by("pk"))
     _refuse_closed(start=start, end=end)
+    check_card_currency(currency=currency, start=start, end=end, other_than=other_than)
     others = RateCard.objects.exclude(pk=other_than) if other_than is not None else RateCard.objects.all()
     clash = others.filter(_overlapping(gpu_model=gpu_model, flavor_id=flavor_id, start=start, end=end))
     if clash.exists():
@@ -138,7 +137,7 @@ def create_rate_card(
                     f"flavor {flavor.name} is of GPU model {flavor.gpu_model}, not {gpu_model}",
                     field="flavor",
                 )
-        _check_fits(gpu_model=gpu_model, flavor=flavor, start=start, end=end)
+        _check_fits(gpu_model=gpu_model, flavor=flavor, currency=currency, start=start, end=end)
         card = RateCard.objects.create(
             gpu_model=gpu_model,
             flavor=flavor,
@@ -229,7 +228,10 @@ def update_rate_card(
         if end is not None and end <= start:
             raise ValidationFailed("effective_to must come after effective_from", field="effective_to")
         card.effective_from, card.effective_to = start, end
-        _check_fits(gpu_model=card.gpu_model, flavor=card.flavor, start=start, end=end, other_than=card.pk)
+        _check_fits(
+            gpu_model=card.gpu_model, flavor=card.flavor, currency=card.currency, start=start, end=end,
+            other_than=card.pk,
+        )  # fmt: skip
         card.save()
         after = snapshot(card, AUDITED)
         if after != before:

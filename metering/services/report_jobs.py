@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from gpuplatform.audit.services import record_event, snapshot
-from gpuplatform.errors import Forbidden, NotFound
+from gpuplatform.errors import Conflict, Forbidden, NotFound
 from metering.exports.focus_sql import focus_export
 from metering.exports.formats import csv_chunks
 from metering.exports.lines import export_lines
@@ -59,6 +59,18 @@ def request_report_job(*, actor: Any, period_id: uuid.UUID, idle: str | None = N
             raise NotFound("No such billing period.")
         if idle is not None and period.state != PeriodState.CLOSED:
             idle_mode_of(period, idle)  # refuses an unknown mode before anything is queued
+        if period.state == PeriodState.CLOSED:
+            # A closed period's lines are frozen with the idle option it closed with: its files can
+            # only be those. A job asking for another would say one thing and deliver the other.
+            frozen = idle_mode_of(period, None)
+            if idle not in (None, "", frozen):
+                raise Conflict(
+                    f"billing period {period.label} closed with {frozen} idle: its report cannot be "
+                    f"rebuilt {idle}",
+                    code="period_closed",
+                    field="idle",
+                )
+            idle = frozen
         pending = (
             ReportJob.objects.filter(period=period, state__in=(JobState.QUEUED, JobState.RUNNING))
             .order_by("created_at")

@@ -31,6 +31,7 @@ from metering.models import (
     Basis,
     BillingPeriod,
     CapacityHour,
+    Credit,
     Meter,
     PeriodState,
     ReportLine,
@@ -357,9 +358,34 @@ def store_report(*, period: BillingPeriod, chargeback: Chargeback, mode: str, at
         ],
         batch_size=2000,
     )
+    ReportLine.objects.bulk_create(_credit_lines(period=period, first=len(chargeback.lines) + 1))
     period.summary = {**summary_of(chargeback), "idle": mode}
     period.report_built_at = at
     period.save(update_fields=["summary", "report_built_at"])
+
+
+def _credit_lines(*, period: BillingPeriod, first: int) -> list[ReportLine]:
+    """Finance's manual credits and charges booked in ``period``, as ``credit`` lines after the
+    chargeback's (already in the currency's minor unit: nothing to round)."""
+    credits = Credit.objects.filter(period=period).select_related("tenant").order_by("created_at", "pk")
+    return [
+        ReportLine(
+            period=period,
+            line_no=number,
+            kind="credit",
+            tenant=credit.tenant,
+            tenant_path=credit.tenant.path,
+            tenant_slug=credit.tenant.slug,
+            cost_centre=credit.tenant.cost_centre,
+            currency=credit.currency,
+            ge_hours=ZERO,
+            card_hours=ZERO,
+            amount_exact=credit.amount,
+            amount=credit.amount,
+            note=credit.reason,
+        )
+        for number, credit in enumerate(credits, start=first)
+    ]
 
 
 def summary_of(chargeback: Chargeback) -> dict[str, Any]:

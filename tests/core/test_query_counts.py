@@ -101,6 +101,9 @@ def seed_metering(team, n: int) -> None:
     ReportJob.objects.create(period=period)
     met.alert_delivery(f"slo-{n}")  # an SLO, its alert, a receiver and a delivery
     met.metrics_source(f"cluster-{n}")
+    met.statement(tenant=team, number=f"2025-03-{n:04d}")
+    met.credit(tenant=team, reason=f"goodwill {n}")
+    met.cost_model(f"model-{n}")
 
 
 def queries_for(client, url: str) -> tuple[int, int]:

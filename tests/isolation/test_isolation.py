@@ -62,6 +62,9 @@ FOREIGN_OBJECTS = {
     "alert-delivery": lambda cast: met.alert_delivery(),
     "metrics-source": lambda cast: met.metrics_source(),  # a platform object
     "reports/export": lambda cast: met.exported_tenant(tenant=cast.nlp),
+    "statement": lambda cast: met.statement(tenant=cast.nlp),
+    "credit": lambda cast: met.credit(tenant=cast.nlp),
+    "cost-model": lambda cast: met.cost_model(),  # a platform object
     # Policies: sharing policies and revisions are platform objects; admission rules belong to their
     # tenant (nlp's rule on a pool everyone shares).
     "sharing-policy": lambda cast: pol.sharing_policy(inv.pool("nlp-only", tenant=cast.nlp)),

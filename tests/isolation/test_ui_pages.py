@@ -12,6 +12,7 @@ import pytest
 from django.urls import reverse
 
 from gpuplatform.accounts.models import ApiToken
+from metering.models import Credit, Statement
 from tenants.models import Membership
 from tests.inventory import factories as inv
 from tests.isolation.routes import ui_routes
@@ -81,6 +82,9 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "metering-job-create": [lambda cast: {"period_id": met.period().pk}],
     "metering-job-progress": [lambda cast: {"job_id": met.report_job().pk}],
     "metering-job-download": [_job_file(fmt) for fmt in ("csv", "xlsx", "focus")],
+    # A statement is its tenant's: another tenant's, as page or PDF, is a 404.
+    "metering-statement": [lambda cast: {"statement_id": met.statement(tenant=cast.nlp).pk}],
+    "metering-statement-pdf": [lambda cast: {"statement_id": met.statement(tenant=cast.nlp).pk}],
     # Policies: a pool dedicated to nlp, its revisions; rollouts and SLOs are platform objects.
     "policies-pool": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
     "policies-revisions": [lambda cast: {"pool_id": inv.pool("nlp-only", tenant=cast.nlp).pk}],
@@ -121,6 +125,9 @@ LIST_PAGES: dict[str, list[dict[str, Any]]] = {
     "metering-usage": [{}],
     "metering-rate-cards": [{}],
     "metering-periods": [{}],
+    "metering-statements": [{}],
+    "metering-credit-new": [{}],
+    "metering-cost-model": [{}],
     "policies": [{}],
     "policies-admission": [{}],
     "policy-rollouts": [{}],
@@ -138,6 +145,8 @@ def plant(cast) -> None:
     adm.capacity_request(tenant=cast.nlp)
     inv.pool("nlp-only", tenant=cast.nlp)
     inv.allocation(tenant=cast.nlp, namespace="team-nlp", name="nlp-pod")
+    Statement.objects.filter(pk=met.statement(tenant=cast.nlp).pk).update(tenant_name="only-nlp statement")
+    Credit.objects.filter(pk=met.credit(tenant=cast.nlp).pk).update(reason="only-nlp goodwill")
 
 
 def test_every_ui_page_is_declared():

@@ -10,12 +10,15 @@ from metering.models import (
     AlertDelivery,
     AlertReceiver,
     BillingPeriod,
+    CostModel,
+    Credit,
     MetricsSource,
     RateCard,
     ReportJob,
     ReportLine,
     Slo,
     SloAlert,
+    Statement,
     UsageHour,
 )
 from metering.services.periods import ensure_period
@@ -124,3 +127,42 @@ def metrics_source(cluster_name: str = "east") -> MetricsSource:
         cluster=inv.cluster(cluster_name), defaults={"url": "http://prometheus.example:9090"}
     )
     return found
+
+
+def statement(*, tenant: Any, number: str = "") -> Statement:
+    """A tenant's statement (not metered: the isolation suite only needs it to exist)."""
+    found, _ = Statement.objects.get_or_create(
+        number=number or f"2025-03-{tenant.slug}",
+        defaults={
+            "period": period(),
+            "kind": "tenant",
+            "tenant": tenant,
+            "tenant_slug": tenant.slug,
+            "tenant_name": tenant.display_name,
+            "currency": "USD",
+            "charges": Decimal("2.50"),
+            "adjustments": Decimal(0),
+            "credits": Decimal(0),
+            "total": Decimal("2.50"),
+        },
+    )
+    return found
+
+
+def credit(*, tenant: Any, reason: str = "") -> Credit:
+    found = Credit.objects.filter(tenant=tenant, reason=reason or f"{tenant.slug} goodwill").first()
+    return found or Credit.objects.create(
+        period=period(),
+        tenant=tenant,
+        currency="USD",
+        amount=Decimal("-5.00"),
+        reason=reason or f"{tenant.slug} goodwill",
+    )
+
+
+def cost_model(gpu_model: str = "H100-80GB") -> CostModel:
+    found = CostModel.objects.filter(gpu_model=gpu_model).first()
+    return found or CostModel.objects.create(
+        gpu_model=gpu_model, currency="USD", purchase_price_per_card=Decimal(30000), amortisation_months=48,
+        watts_under_load=Decimal(700), price_per_kwh=Decimal("0.12"), price_per_ge_hour=Decimal("1.179244"),
+    )  # fmt: skip

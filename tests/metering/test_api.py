@@ -58,6 +58,12 @@ def test_finance_closes_a_past_period_once(cast, api):
         timezone="UTC",
     )
     assert api(cast.alice).post(f"/api/v1/billing-periods/{period.pk}/close/").status_code == 404
+    # open -> closing -> closed: straight from open is refused, and changes nothing.
+    early = api(cast.fiona).post(f"/api/v1/billing-periods/{period.pk}/close/")
+    assert (early.status_code, early.json()["code"]) == (409, "period_not_closing")
+    period.refresh_from_db()
+    assert period.state == PeriodState.OPEN
+    assert api(cast.fiona).post(f"/api/v1/billing-periods/{period.pk}/start-closing/").status_code == 200
     closed = api(cast.fiona).post(f"/api/v1/billing-periods/{period.pk}/close/")
     assert closed.status_code == 200, closed.content
     assert closed.json()["state"] == PeriodState.CLOSED

@@ -114,9 +114,26 @@ def test_the_idle_option_is_kept_for_the_next_build_and_a_bad_one_is_refused(hou
 def test_closing_through_the_api_takes_the_idle_option_and_refuses_a_bad_one(hour, cast, api):
     rows.card(hour, price="2.00")
     url = f"/api/v1/billing-periods/{hour.period.pk}/close/"
+    api(cast.fiona).post(f"/api/v1/billing-periods/{hour.period.pk}/start-closing/")
     bad = api(cast.fiona).post(url, {"idle": "everywhere"}, format="json")
     assert (bad.status_code, bad.json()["code"]) == (400, "invalid_idle_mode")
     hour.period.refresh_from_db()
-    assert hour.period.state == "open"
+    assert hour.period.state == "closing"
     assert api(cast.fiona).post(url, {"idle": "distributed"}, format="json").status_code == 200
     assert {k for k, _ in lines(hour)} == {"charge", "idle_share"}
+
+
+def test_a_report_job_on_a_closed_period_delivers_and_says_the_idle_it_closed_with(hour, cast, api):
+    rows.card(hour, price="2.00")
+    api(cast.fiona).post(f"/api/v1/billing-periods/{hour.period.pk}/start-closing/")
+    api(cast.fiona).post(
+        f"/api/v1/billing-periods/{hour.period.pk}/close/", {"idle": "central"}, format="json"
+    )
+    asked = api(cast.fiona).post(
+        "/api/v1/report-jobs/", {"period": str(hour.period.pk), "idle": "distributed"}, format="json"
+    )
+    assert (asked.status_code, asked.json()["code"]) == (409, "period_closed"), asked.content
+    assert "closed with central idle" in asked.json()["detail"]
+    plain = api(cast.fiona).post("/api/v1/report-jobs/", {"period": str(hour.period.pk)}, format="json")
+    assert plain.status_code in (200, 201, 202), plain.content
+    assert plain.json()["idle"] == "central"  # what its files hold, said

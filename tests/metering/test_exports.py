@@ -20,7 +20,7 @@ from openpyxl import load_workbook
 from gpuplatform.audit.models import AuditEvent
 from metering.exports.focus13 import FOCUS13_COLUMNS
 from metering.models import Adjustment, JobState, ReportFile, ReportJob
-from metering.services.periods import close_billing_period, ensure_period
+from metering.services.periods import close_billing_period, ensure_period, start_closing_period
 from metering.services.report_jobs import request_report_job, run_report_job
 from metering.services.reports import build_period_report
 from tests.metering import rows
@@ -51,6 +51,7 @@ def closed(cast):
     rows.held(p, tenant=cast.nlp, ge_hours="0.5")
     rows.used(p, tenant=cast.vision, ge_hours="0.6")
     rows.card(p, price="2.00")
+    start_closing_period(actor=cast.fiona, period_id=p.period.pk, now=LATER)
     close_billing_period(actor=cast.fiona, period_id=p.period.pk, now=LATER)
     return p
 

@@ -23,7 +23,7 @@ from gpuplatform.audit.models import AuditEvent
 from metering.models import Adjustment, BillingPeriod, MeteredHour, ReportLine, UsageHour
 from metering.services.collection import meter_usage_hour, retry_incomplete_usage
 from metering.services.ledger import meter_allocation_hour
-from metering.services.periods import close_billing_period
+from metering.services.periods import close_billing_period, start_closing_period
 from metering.services.rates import create_rate_card
 from metering.services.reports import build_period_report
 from metering.services.sources import configure_metrics_source
@@ -66,9 +66,9 @@ def closed_march(cast, prometheus):
     meter_allocation_hour(cluster_id=fleet.cluster.pk, hour=HOUR, now=CLOSED_AT)
     down = meter_usage_hour(cluster_id=fleet.cluster.pk, hour=HOUR, now=CLOSED_AT)
     assert "unreachable" in down.error
-    close_billing_period(
-        actor=cast.fiona, period_id=BillingPeriod.objects.get(label="2025-03").pk, now=CLOSED_AT
-    )
+    march_id = BillingPeriod.objects.get(label="2025-03").pk
+    start_closing_period(actor=cast.fiona, period_id=march_id, now=CLOSED_AT)
+    close_billing_period(actor=cast.fiona, period_id=march_id, now=CLOSED_AT)
     return fleet
 
 

@@ -93,6 +93,11 @@ def test_finance_closes_with_the_consequences_spelled_out_and_exports(march, cas
     period = BillingPeriod.objects.get(label="2025-03")
     page = c.get(f"/metering/periods/{period.pk}/").content.decode()
     assert "the database refuses it" in page and "adjustment lines in the next open period" in page
+    from_open = c.post(
+        f"/metering/periods/{period.pk}/close/", {"idle": "central", "confirm": "on"}, follow=True
+    )
+    assert "start closing it (the grace period) first" in from_open.content.decode()
+    c.post(f"/metering/periods/{period.pk}/start-closing/")
     unconfirmed = c.post(f"/metering/periods/{period.pk}/close/", {"idle": "central"}, follow=True)
     assert "Tick the confirmation" in unconfirmed.content.decode()
     closed = c.post(
@@ -118,6 +123,7 @@ def test_finance_closes_with_the_consequences_spelled_out_and_exports(march, cas
 def test_a_tenant_sees_its_costs_but_no_period_page_or_download(march, cast, client):
     fiona = logged_in(client, cast.fiona)
     period = BillingPeriod.objects.get(label="2025-03")
+    fiona.post(f"/metering/periods/{period.pk}/start-closing/")
     fiona.post(f"/metering/periods/{period.pk}/close/", {"idle": "central", "confirm": "on"})
     fiona.post(f"/metering/periods/{period.pk}/reports/", {})
     job = run_report_job(job_id=ReportJob.objects.get().pk)

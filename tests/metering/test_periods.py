@@ -168,9 +168,9 @@ def test_closing_freezes_the_period_in_the_database(priced, cast):
 
 
 def test_late_data_becomes_an_adjustment_in_the_next_open_period_once(priced, cast):
-    march = close_billing_period(
-        actor=cast.fiona, period_id=BillingPeriod.objects.get(label="2025-03").pk, now=LATER
-    )
+    march_id = BillingPeriod.objects.get(label="2025-03").pk
+    start_closing_period(actor=cast.fiona, period_id=march_id, now=LATER)
+    march = close_billing_period(actor=cast.fiona, period_id=march_id, now=LATER)
     # An nlp pod holding one whole GPU on the h100 node all hour shows up after the close.
     late = hold(priced, tenant=cast.nlp, pool="h100", name="n-late", ge="1", start=at(0), end=at(60))
     # 10:00-10:30: 3 GPUs on 2 cards, each charged 2/3 x 0.5 h = 1/3; 10:30-11:00: vision and the late

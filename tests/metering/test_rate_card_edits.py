@@ -112,7 +112,9 @@ def test_the_edit_page_changes_an_upcoming_card_and_explains_one_in_effect(cast,
 
 @time_machine.travel(NOW, tick=False)
 def test_a_card_for_a_model_no_cluster_has_or_in_another_currency_warns(cast, api, inventory):
-    _card(cast, datetime(2026, 1, 1, tzinfo=UTC))
+    # The USD card ends when the EUR one starts: one currency per period holds, yet the reports of
+    # the two spans would total in two currencies, which is worth a word.
+    _card(cast, datetime(2026, 1, 1, tzinfo=UTC), effective_to=datetime(2026, 4, 1, tzinfo=UTC))
     body = {"currency": "EUR", "price_per_ge_hour": "4", "effective_from": "2026-04-01T00:00:00Z"}
 
     response = api(cast.fiona).post("/api/v1/rate-cards/", {**body, "gpu_model": "B200"}, format="json")

@@ -17,7 +17,7 @@ from decimal import Decimal as D
 import pytest
 
 from metering.exports.focus13 import ALLOCATED_METHOD_ID, FOCUS13_COLUMNS
-from metering.services.periods import close_billing_period
+from metering.services.periods import close_billing_period, start_closing_period
 from tests.metering import rows
 from tests.metering_exports.focus_validator import validate
 
@@ -37,6 +37,7 @@ def month(cast):
     h200.model = "H200-141GB"
     rows.capacity(h200, cards=2, idle="0.5", node="n1")
     rows.held(h200, tenant=cast.globex_ml, ge_hours="1.5")
+    start_closing_period(actor=cast.fiona, period_id=h100.period.pk, now=LATER)
     close_billing_period(actor=cast.fiona, period_id=h100.period.pk, now=LATER, acknowledge_unpriced=True)
     return h100
 
@@ -205,6 +206,7 @@ def test_a_price_change_keeps_one_sku_price_id_and_flavors_share_the_models_sku(
     start = rows.HOUR.replace(day=1, hour=0)
     RateCard.objects.create(**common, price_per_ge_hour=D("2.00"), effective_from=start, effective_to=after)
     RateCard.objects.create(**common, price_per_ge_hour=D("3.00"), effective_from=after)
+    start_closing_period(actor=cast.fiona, period_id=p.period.pk, now=LATER)
     close_billing_period(actor=cast.fiona, period_id=p.period.pk, now=LATER)
 
     text = focus(api, cast.fiona)

@@ -19,7 +19,7 @@ from openpyxl import load_workbook
 
 from gpuplatform.audit.models import AuditEvent
 from metering.models import BillingPeriod
-from metering.services.periods import close_billing_period
+from metering.services.periods import close_billing_period, start_closing_period
 from tests.metering import rows
 
 pytestmark = pytest.mark.django_db
@@ -37,6 +37,7 @@ def march(cast):
     h200.model = "H200-141GB"
     rows.capacity(h200, cards=2, idle="0.5", node="n1")
     rows.held(h200, tenant=cast.globex_ml, ge_hours="1.5")
+    start_closing_period(actor=cast.fiona, period_id=h100.period.pk, now=LATER)  # its grace period
     return h100.period
 
 
@@ -53,7 +54,7 @@ def test_closing_with_unpriced_usage_needs_an_acknowledgement_recorded_in_the_au
     assert (refused.status_code, refused.json()["code"]) == (409, "unpriced_usage")
     assert "2 card-hours of 2025-03 have no rate card" in refused.json()["detail"]
     march.refresh_from_db()
-    assert (march.state, march.lines.count()) == ("open", 0)  # nothing written
+    assert (march.state, march.lines.count()) == ("closing", 0)  # nothing written
 
     closed = api(cast.fiona).post(
         f"/api/v1/billing-periods/{march.pk}/close/", {"acknowledge_unpriced": True}, format="json"
@@ -68,6 +69,7 @@ def test_a_month_with_no_unpriced_usage_closes_without_the_acknowledgement(cast)
     rows.capacity(p, cards=1, idle="0.5")
     rows.held(p, tenant=cast.vision, ge_hours="0.5")
     rows.card(p, price="1.00")
+    start_closing_period(actor=cast.fiona, period_id=p.period.pk, now=LATER)
     close_billing_period(actor=cast.fiona, period_id=p.period.pk, now=LATER)
     assert AuditEvent.objects.get(action="billing_period.closed").after["unpriced_acknowledged"] is False
 
@@ -80,7 +82,7 @@ def test_the_close_page_says_how_many_card_hours_are_unpriced_and_asks_to_acknow
     url = f"/metering/periods/{march.pk}/close/"
     refused = client.post(url, {"idle": "central", "confirm": "on"}, follow=True).content.decode()
     assert "have no rate card: add one, or acknowledge" in refused
-    assert BillingPeriod.objects.get(pk=march.pk).state == "open"
+    assert BillingPeriod.objects.get(pk=march.pk).state == "closing"
     client.post(url, {"idle": "central", "confirm": "on", "acknowledge_unpriced": "on"})
     assert BillingPeriod.objects.get(pk=march.pk).state == "closed"
 

@@ -23,7 +23,7 @@ from openpyxl import load_workbook
 from gpuplatform.accounts.models import PlatformRole
 from gpuplatform.audit.models import AuditEvent
 from metering.models import ReportLine
-from metering.services.periods import close_billing_period, ensure_period
+from metering.services.periods import close_billing_period, ensure_period, start_closing_period
 from tenants.models import Tenant
 from tests.fixtures.people import make_user
 from tests.metering import rows
@@ -74,6 +74,7 @@ def poisoned(cast, api):
     for tenant in tenants:
         rows.held(p, tenant=tenant, ge_hours="1")
     rows.card(p, price="2.00")
+    start_closing_period(actor=cast.fiona, period_id=p.period.pk, now=LATER)
     close_billing_period(actor=cast.fiona, period_id=p.period.pk, now=LATER)
     # A credit (a negative adjustment) in the open month after: a number, not text, in every file.
     ReportLine.objects.create(
