@@ -24,7 +24,7 @@ DROP_GUARD = "".join(f"DROP TRIGGER IF EXISTS metering_closed_period ON {table};
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('metering', '0009_slo_evaluated_at'),
+        ('metering', '0010_exact_ge'),
         ('tenants', '0004_tenant_created_by_tenant_admin'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -11,7 +11,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('metering', '0010_statements_credits_exchange_rates'),
+        ('metering', '0011_statements_credits_exchange_rates'),
         ('quotas', '0003_queue_preemption_and_flavor_fallback'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
