@@ -132,6 +132,7 @@ PLATFORM_ONLY = {
     "agent-bootstrap-token",
     "agent",
     "rollout",
+    "cost-model",
 }
 # Streamed files, not pages of JSON: read in chunks by one cursor (tests/metering/test_exports.py).
 NOT_PAGES = {"reports/export"}

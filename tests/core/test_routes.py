@@ -44,7 +44,16 @@ API_OWNERS = {
     "audit-events": "gpuplatform",
     **dict.fromkeys(("tenants", "memberships"), "tenants"),
     **dict.fromkeys(
-        ("clusters", "node-pools", "nodes", "gpus", "resource-claims", "allocations", "fragmentation"),
+        (
+            "clusters",
+            "node-pools",
+            "nodes",
+            "gpus",
+            "resource-claims",
+            "allocations",
+            "fragmentation",
+            "workloads",
+        ),
         "inventory",
     ),
     **dict.fromkeys(
@@ -74,6 +83,9 @@ API_OWNERS = {
             "slo-alerts",
             "alert-receivers",
             "alert-deliveries",
+            "statements",
+            "credits",
+            "cost-models",
         ),
         "metering",
     ),
