@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from rest_framework.throttling import SimpleRateThrottle
 
 from gpuplatform.accounts.models import ApiToken
 from gpuplatform.audit.models import AuditEvent
@@ -61,6 +62,15 @@ def tree(cast):
     return {"speech": speech, "platform": platform, "infra": infra, "mo": mo, "zed": zed}
 
 
+@pytest.fixture(autouse=True)
+def _sweeps_are_not_throttled(monkeypatch):
+    # A sweep sends every route's every method on every foreign object from one token, past the
+    # per-token rate within the minute; throttling has its own tests (tests/security).
+    monkeypatch.setattr(
+        SimpleRateThrottle, "THROTTLE_RATES", {"token": "1000000/minute", "user": "1000000/minute"}
+    )
+
+
 def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str, Callable[[Any], Any]]:
     """For every API route, an object that belongs to ``tenant`` (or, for platform objects, that no
     tenant user may see). Flavors and priority classes dedicated to an ancestor serve the subtree below
@@ -96,6 +106,9 @@ def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str,
         "alert-receiver": lambda cast: met.alert_receiver(),
         "alert-delivery": lambda cast: met.alert_delivery(),
         "metrics-source": lambda cast: met.metrics_source(),
+        "statement": lambda cast: met.statement(tenant=tenant),
+        "credit": lambda cast: met.credit(tenant=tenant),
+        "cost-model": lambda cast: met.cost_model(),  # a platform object
         "reports/export": lambda cast: met.exported_tenant(tenant=tenant),
         "sharing-policy": lambda cast: pol.sharing_policy(inv.pool(f"only-{tenant.slug}", tenant=tenant)),
         "policy-revision": lambda cast: pol.revision(inv.pool(f"only-{tenant.slug}", tenant=tenant)),
