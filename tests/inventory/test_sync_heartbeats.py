@@ -15,12 +15,13 @@ from django.db import connection
 from django.test import Client
 
 from gpuplatform.health.models import Heartbeat
-from inventory.models import SyncKind, sync_heartbeat_name
+from inventory.models import sync_heartbeat_name
+from inventory.sync.runner import KIND_ORDER
 from inventory.sync.service import keep_synced
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-KINDS = [kind.value for kind in SyncKind]
+KINDS = list(KIND_ORDER)  # what a resourcequota cluster syncs (Workloads only on kueue clusters)
 
 
 def _keep_synced(cluster, stop):
