@@ -68,6 +68,7 @@ def test_fiona_closes_march_and_downloads_every_export(
     page.get_by_role("link", name="2025-03").click()
     expect(page.get_by_test_id("close-panel")).to_contain_text("the database refuses it")
     shot(page, "march-open")
+    page.get_by_test_id("start-closing").click()  # closing starts with the grace period
     page.check("input[name=confirm]")
     page.get_by_test_id("close").click()
     expect(page.locator(".messages")).to_contain_text("2025-03 is closed")
