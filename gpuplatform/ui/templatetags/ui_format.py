@@ -21,6 +21,7 @@ from typing import Any
 
 from django import template
 from django.utils import dateformat, timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html
 
 from gpuplatform.currency import minor_unit
@@ -161,3 +162,17 @@ def duration_words(seconds: Any) -> str:
             count = whole // size
             return f"{count:,} {unit}{'' if count == 1 else 's'}"
     return f"{whole:,} seconds"
+
+
+@register.filter
+def changed_value(value: Any) -> str:
+    """A field's value in the audit log's before → after: figures and moments as people read them
+    (an exact figure in a title), anything else as text cut to 80 characters."""
+    number = _decimal(value) if isinstance(value, (int, float, Decimal, str)) else None
+    if number is not None and number.is_finite():
+        return qty(number)
+    moment = parse_datetime(value) if isinstance(value, str) and "T" in value else None
+    if moment is not None:
+        return when(moment, TEXT)
+    text = str(value)
+    return text if len(text) <= 80 else text[:79] + "…"
