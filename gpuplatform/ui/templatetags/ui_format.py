@@ -15,6 +15,7 @@ absent value is "" so that ``|default:"—"`` reads as it does on Django's own f
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
@@ -164,12 +165,18 @@ def duration_words(seconds: Any) -> str:
     return f"{whole:,} seconds"
 
 
+_PLAIN = re.compile(r"-?\d{1,18}(\.\d{1,18})?")
+_HUGE = Decimal(10) ** 18
+
+
 @register.filter
 def changed_value(value: Any) -> str:
     """A field's value in the audit log's before → after: figures and moments as people read them
     (an exact figure in a title), anything else as text cut to 80 characters."""
-    number = _decimal(value) if isinstance(value, (int, float, Decimal, str)) else None
-    if number is not None and number.is_finite():
+    # Only plain figures: a hex id such as "52e80" would otherwise read as 5.2e81.
+    plain = isinstance(value, (int, float, Decimal)) or (isinstance(value, str) and _PLAIN.fullmatch(value))
+    number = _decimal(value) if plain and not isinstance(value, bool) else None
+    if number is not None and number.is_finite() and abs(number) < _HUGE:
         return qty(number)
     moment = parse_datetime(value) if isinstance(value, str) and "T" in value else None
     if moment is not None:
