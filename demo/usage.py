@@ -57,7 +57,7 @@ def seed_demo_usage(
         )
     )
     metered = 0
-    run = BookingRun()  # late data for a closed month: one audit event for the run, not one per hour
+    run = BookingRun()  # late data for a closed month: one run in the audit log, not one line per hour
     at = last - HOUR
     while at >= hour and not (stop and stop.is_set()):
         held = Allocation.objects.filter(cluster=cluster, started_at__lt=at + HOUR).filter(

@@ -41,6 +41,7 @@ class AuditEventFilter(FilterSet):
     since = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="gte")
     until = django_filters.IsoDateTimeFilter(field_name="at", lookup_expr="lt")
     request_id = django_filters.CharFilter()
+    run = django_filters.CharFilter(field_name="after__run", label="Events of one run (after.run)")
 
     class Meta:
         model = AuditEvent

@@ -10,22 +10,20 @@ node's idle capacity in that hour. Both ways: more, less, a share gone (also one
 earlier adjustments, never in the closed rows), and the idle the change moved, so across periods a
 pool still recovers exactly its cards x hours. Net of what was booked, so metering the same late data
 twice books it once.
-What is booked is audited in the same transaction: one event per call, or with a ``BookingRun`` (the
-demo's month of hours, a backfill) one event per run, which each later hour of the run brings up to date
-in its own transaction (so the log is not one bookkeeping line per hour, and no booking is ever without
-its audit record).
+What is booked is audited in the same transaction, one event per hour booked (the log is append-only:
+no event is ever changed afterwards). A ``BookingRun`` (the demo's month of hours, a backfill) gives its
+events one run id, by which the audit log shows the run as one row, so it is not read as one
+bookkeeping line per hour.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
 
-from gpuplatform.audit.models import AuditEvent
 from gpuplatform.audit.services import record_event
 from metering.models import Adjustment, BillingPeriod, CapacityHour, UsageHour
 from metering.models.periods import IDLE_METER
@@ -44,11 +42,11 @@ class _Booked:
     latest: Adjustment
 
 
-@dataclass
+@dataclass(frozen=True)
 class BookingRun:
-    """A run metering many hours: its bookings share one audit event (``event_id`` once written)."""
+    """A run metering many hours: each hour's event carries its ``id`` (``after.run``)."""
 
-    event_id: int | None = None
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
 
 def book_late_data(
@@ -106,19 +104,12 @@ def book_late_data(
         "adjustments": len(made),
         "meters": totals,
     }
-    if run is not None and run.event_id is not None:
-        event = AuditEvent.objects.select_for_update().get(pk=run.event_id)
-        event.after = _merged(event.after or {}, booked_now)
-        event.save(update_fields=["after"])
-    else:
-        event = record_event(
-            actor=None,
-            action="usage.adjustment_booked",
-            obj=target,
-            after={**booked_now, "hours": 1, "last_hour": booked_now["hour"]} if run else booked_now,
-        )
-        if run is not None:
-            run.event_id = event.pk
+    record_event(
+        actor=None,
+        action="usage.adjustment_booked",
+        obj=target,
+        after={**booked_now, "run": run.id} if run is not None else booked_now,
+    )
     return len(made)
 
 
@@ -244,26 +235,3 @@ def _idle_adjustments(
             )
         )
     return made
-
-
-def _merged(summary: dict[str, Any], hour: dict[str, Any]) -> dict[str, Any]:
-    """A run's event after one more hour: counts and meter totals summed, the hour span widened."""
-    meters: dict[str, dict[str, str]] = {k: dict(v) for k, v in summary.get("meters", {}).items()}
-    for meter, added in hour["meters"].items():
-        was = meters.setdefault(meter, {"quantity_delta": "0", "card_hours_delta": "0", "lines": "0"})
-        for key in ("quantity_delta", "card_hours_delta"):
-            was[key] = str(Decimal(was[key]) + Decimal(added[key]))
-        was["lines"] = str(int(was["lines"]) + int(added["lines"]))
-    periods = sorted(
-        {*summary.get("adjusts_periods", [summary.get("adjusts_period")]), hour["adjusts_period"]}
-    )
-    hours = sorted([summary.get("hour", hour["hour"]), summary.get("last_hour", hour["hour"]), hour["hour"]])
-    return {
-        **summary,
-        "adjusts_periods": [p for p in periods if p],
-        "hour": hours[0],
-        "last_hour": hours[-1],
-        "hours": int(summary.get("hours", 1)) + 1,
-        "adjustments": int(summary.get("adjustments", 0)) + hour["adjustments"],
-        "meters": meters,
-    }

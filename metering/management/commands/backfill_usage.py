@@ -52,7 +52,7 @@ class Command(BaseCommand):
             hour += timedelta(hours=1)
         total = len(hours) * clusters.count()
         done = 0
-        run = BookingRun()  # one audit event for the late data this backfill books, not one per hour
+        run = BookingRun()  # what this backfill books: one run in the audit log, not a line per hour
         for cluster in clusters:
             source, config = (None, None) if options["no_usage"] else usage_source_for(cluster_id=cluster.pk)
             for hour in hours:
