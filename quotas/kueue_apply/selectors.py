@@ -22,6 +22,20 @@ from quotas.kueue.model import (
 from quotas.models import Flavor, PriorityClass, Queue, Quota
 from tenants.models import Tenant, TenantNamespace
 
+QUOTA_INPUT_FIELDS = ("tenant", "flavor", "resource", "nominal", "borrowing_limit", "lending_limit")
+QUEUE_INPUT_FIELDS = (
+    "tenant",
+    "name",
+    "strategy",
+    "weight",
+    "within_tenant",
+    "reclaim_within_cohort",
+    "borrow_within_cohort",
+    "max_priority_threshold",
+    "when_can_borrow",
+    "when_can_preempt",
+)
+
 
 def compile_input_for(*, cluster: Cluster) -> CompileInput:
     """Everything the compiler needs for ``cluster``: its present nodes with their pools, the flavors
@@ -29,19 +43,21 @@ def compile_input_for(*, cluster: Cluster) -> CompileInput:
     cluster counts on every cluster), the quotas on those flavors, every queue and priority class."""
     nodes = tuple(
         NodeInput(
-            name=node.name,
-            pool=node.pool.name if node.pool else None,
-            labels=dict(node.labels or {}),
+            name=name,
+            pool=pool,
+            labels=dict(labels or {}),
             taints=tuple(
                 Taint(
                     key=str(t.get("key", "")),
                     effect=str(t.get("effect", "")),
                     value=str(t.get("value") or ""),
                 )
-                for t in node.taints or []
+                for t in taints or []
             ),
         )
-        for node in Node.objects.filter(cluster=cluster, present=True).select_related("pool").order_by("name")
+        for name, pool, labels, taints in Node.objects.filter(cluster=cluster, present=True)
+        .order_by("name")
+        .values_list("name", "pool__name", "labels", "taints")
     )
     flavor_rows = list(Flavor.objects.filter(pool__cluster=cluster).select_related("pool"))
     flavors = tuple(
@@ -66,31 +82,16 @@ def compile_input_for(*, cluster: Cluster) -> CompileInput:
         TenantInput(slug=slug, parent=parent, namespaces=tuple(sorted(namespaces.get(slug, ()))))
         for slug, parent in Tenant.objects.order_by("path").values_list("slug", "parent__slug")
     )
+    # Rows as tuples, not models: a thousand tenants' quotas and queues are read on every apply.
+    quota_fields = ("tenant__slug", "flavor__name", "resource", "nominal", "borrowing_limit", "lending_limit")
     quotas = tuple(
-        QuotaInput(
-            tenant=quota.tenant.slug,
-            flavor=quota.flavor.name,
-            resource=quota.resource,
-            nominal=quota.nominal,
-            borrowing_limit=quota.borrowing_limit,
-            lending_limit=quota.lending_limit,
-        )
-        for quota in Quota.objects.filter(flavor__in=flavor_rows).select_related("tenant", "flavor")
+        QuotaInput(**dict(zip(QUOTA_INPUT_FIELDS, row, strict=True)))
+        for row in Quota.objects.filter(flavor__in=flavor_rows).values_list(*quota_fields)
     )
+    queue_fields = ("tenant__slug", *QUEUE_INPUT_FIELDS[1:])
     queues = tuple(
-        QueueInput(
-            tenant=queue.tenant.slug,
-            name=queue.name,
-            strategy=queue.strategy,
-            weight=queue.weight,
-            within_tenant=queue.within_tenant,
-            reclaim_within_cohort=queue.reclaim_within_cohort,
-            borrow_within_cohort=queue.borrow_within_cohort,
-            max_priority_threshold=queue.max_priority_threshold,
-            when_can_borrow=queue.when_can_borrow,
-            when_can_preempt=queue.when_can_preempt,
-        )
-        for queue in Queue.objects.select_related("tenant")
+        QueueInput(**dict(zip(QUEUE_INPUT_FIELDS, row, strict=True)))
+        for row in Queue.objects.values_list(*queue_fields)
     )
     classes = tuple(
         PriorityClassInput(name=c.name, value=c.value, preemptible=c.preemptible, description=c.description)

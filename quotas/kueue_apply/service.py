@@ -112,14 +112,33 @@ def _apply(cluster: Cluster, state: KueueApplyState, now: Callable[[], datetime]
     applied, notes, drift = [], list(compiled.notes), []
     for kind in KINDS:  # in apply order; the objects of one kind are independent of each other
         batch = [o for o in compiled.objects if o["kind"] == kind]
-        with ThreadPoolExecutor(max_workers=APPLY_THREADS) as pool:
-            outcomes = list(pool.map(lambda obj: _apply_one(api, obj, live.get(object_key(obj)), now), batch))
-        for obj, (fields, note) in zip(batch, outcomes, strict=True):
-            key = object_key(obj)
+        changed = []
+        for obj in batch:
+            current = live.get(object_key(obj))
+            fields = drifted_fields(wanted=obj, live=current) if current is not None else []
             if fields:
-                drift.append({"object": key, "fields": fields})
-            if note:
-                notes.append(note.format(cluster=cluster.name))
+                drift.append({"object": object_key(obj), "fields": fields})
+            if (
+                current is not None
+                and not fields
+                and _annotations(current).get(DIGEST_ANNOTATION) == _digest(obj)
+            ):
+                if kind == "AdmissionCheck" and not _active(current):
+                    _mark_active(api, current, now)
+            else:
+                changed.append(obj)
+        with ThreadPoolExecutor(max_workers=APPLY_THREADS) as pool:
+            unwritten = dict(
+                zip(
+                    map(object_key, changed),
+                    pool.map(lambda o: _apply_one(api, o, now), changed),
+                    strict=True,
+                )
+            )
+        for obj in batch:
+            key = object_key(obj)
+            if unwritten.get(key):
+                notes.append(unwritten[key].format(cluster=cluster.name))
             else:
                 applied.append(key)
     wanted = {object_key(o) for o in compiled.objects}
@@ -136,37 +155,31 @@ def _apply(cluster: Cluster, state: KueueApplyState, now: Callable[[], datetime]
     return {"applied": applied, "removed": removed, "drift": drift}
 
 
-def _apply_one(
-    api: Any, obj: dict[str, Any], live: dict[str, Any] | None, now: Callable[[], datetime]
-) -> tuple[list[dict[str, Any]], str]:
-    """Apply one compiled object unless the live one is already it: no drift on the fields we set
-    and the digest of what we last applied (an annotation on it) equal to the digest of ``obj``, so
-    a field we stopped setting is still taken away by a new apply. Returns the drifted fields and a
-    note when the object could not be written yet (a LocalQueue whose namespace is not there)."""
-    digest = hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:32]
-    fields = drifted_fields(wanted=obj, live=live) if live is not None else []
-    is_check = obj["kind"] == "AdmissionCheck" and obj["metadata"]["name"] == ADMISSION_CHECK
-    if live is not None and not fields and _annotations(live).get(DIGEST_ANNOTATION) == digest:
-        if is_check and not _active(live):
-            _mark_active(api, live, now)
-        return [], ""
+def _apply_one(api: Any, obj: dict[str, Any], now: Callable[[], datetime]) -> str:
+    """Server-side apply ``obj`` with the digest of it as an annotation (what we last applied: an
+    object already carrying it and no drift is not sent again, and a field we stopped setting still
+    changes it). Returns a note when the object could not be written yet (a LocalQueue whose
+    namespace is not there), else ""."""
     meta = obj["metadata"]
-    body = {
-        **obj,
-        "metadata": {**meta, "annotations": {**meta.get("annotations", {}), DIGEST_ANNOTATION: digest}},
-    }
+    annotations = {**meta.get("annotations", {}), DIGEST_ANNOTATION: _digest(obj)}
     try:
-        result = kube.apply_custom_object(api, body=body, plural=KINDS[obj["kind"]][0])
+        result = kube.apply_custom_object(
+            api, body={**obj, "metadata": {**meta, "annotations": annotations}}, plural=KINDS[obj["kind"]][0]
+        )
     except kube.KubeError as error:
         if obj["kind"] == "LocalQueue" and error.status == 404:
-            return fields, (
+            return (
                 f"Namespace {meta['namespace']!r} does not exist on cluster {{cluster!r}}: "
                 f"its LocalQueue {meta['name']!r} is written once it does."
             )
         raise
-    if is_check:
+    if obj["kind"] == "AdmissionCheck" and meta["name"] == ADMISSION_CHECK:
         _mark_active(api, result, now)
-    return fields, ""
+    return ""
+
+
+def _digest(obj: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:32]
 
 
 def _annotations(obj: dict[str, Any]) -> dict[str, str]:
