@@ -31,6 +31,7 @@ from gpuplatform.db.after_commit import queue_after_commit
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from inventory.models import Cluster, Node, NodePool
 from policies import draining, push, signing
+from policies.compiler import mig_management_parts
 from policies.models import (
     ACTIVE_STATES,
     NodePolicyState,
@@ -77,6 +78,7 @@ def start_rollout(
         revision = PolicyRevision.objects.filter(pk=revision_id, pool=pool).first()
         if revision is None:
             raise NotFound("No such revision on this pool.", code="revision_not_found", field="revision")
+        _refuse_driver_managed_mig(pool, revision)
         running = Rollout.objects.filter(pool=pool, state__in=ACTIVE_STATES).first()
         if running is not None:
             raise Conflict(
@@ -115,6 +117,28 @@ def start_rollout(
         )
         queue_advance(rollout.pk)
     return rollout
+
+
+def _refuse_driver_managed_mig(pool: NodePool, revision: PolicyRevision) -> None:
+    """No bundle that drives mig-parted reaches a pool whose MIG the NVIDIA DRA driver owns."""
+    parts = mig_management_parts(revision.bundle or {})
+    if not parts:
+        return
+    managed = list(
+        Node.objects.filter(pool=pool, present=True, driver_managed_mig=True)
+        .order_by("name")
+        .values_list("name", flat=True)[:4]
+    )
+    if not managed:
+        return
+    where = ", ".join(managed[:3]) + (" and more" if len(managed) > 3 else "")
+    raise Conflict(
+        f"Revision r{revision.number} is not rolled out on {pool.name}: the NVIDIA DRA driver manages "
+        f"MIG on its nodes ({where}) with DynamicMIG, creating MIG partitions per claim, and mig-parted "
+        f"must not run beside it; this revision would push {', '.join(parts)}. Declare mode dra and "
+        "publish a new revision.",
+        code="rollout.driver_managed_mig",
+    )
 
 
 @dataclass(frozen=True)
