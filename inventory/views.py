@@ -9,7 +9,7 @@ from decimal import Decimal
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Q, Sum
+from django.db.models import Case, Count, Q, Sum, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -99,7 +99,12 @@ def pool_detail(request: HttpRequest, pool_id: str) -> HttpResponse:
         NodePool.objects.visible_to(user).select_related("cluster", "tenant"), pk=pool_id
     )
     capacity = pool_model_capacity(pool_ids=[pool.pk])[pool.pk]
-    nodes = Node.objects.visible_to(user).filter(pool=pool, present=True).order_by("name")
+    # Grouped by NVLink clique, nodes without fabric last: only a clique's nodes reach each other over NVLink.
+    nodes = (
+        Node.objects.visible_to(user)
+        .filter(pool=pool, present=True)
+        .order_by(Case(When(nvlink_clique="", then=1), default=0), "nvlink_clique", "name")
+    )
     chart = {
         "labels": [r.model_key for r in capacity],
         "allocated": [float(r.allocated_ge) for r in capacity],
