@@ -104,3 +104,55 @@ def test_cliques_and_topology_labels_are_recorded_per_node(synced):
     sim.store.update("nodes", obj)
     ClusterSync(cluster, page_size=50).full_sync()
     assert Node.objects.get(cluster=cluster, name=name).nvlink_clique.endswith(".9")
+
+
+def test_the_api_exposes_cliques_on_nodes_and_per_pool(synced, cast, api):
+    _, cluster = synced
+    pat = api(cast.pat)
+    node = Node.objects.filter(cluster=cluster, name__contains=DYNAMIC).order_by("name").first()
+    listed = pat.get(f"/api/v1/nodes/?nvlink_clique={node.nvlink_clique}").json()["results"]
+    assert sorted(n["name"] for n in listed) == sorted(
+        Node.objects.filter(nvlink_clique=node.nvlink_clique).values_list("name", flat=True)
+    )
+    assert len(listed) == 2
+    assert all(n["driver_managed_mig"] is True and n["topology"][RACK] for n in listed)
+    assert {n["name"] for n in pat.get("/api/v1/nodes/?driver_managed_mig=true").json()["results"]} == set(
+        Node.objects.filter(cluster=cluster, name__contains=DYNAMIC).values_list("name", flat=True)
+    )
+    pool = pat.get(f"/api/v1/node-pools/{node.pool_id}/").json()
+    domain = node.nvlink_clique.rsplit(".", 1)[0]
+    assert pool["nvlink_cliques"] == [
+        {
+            "nvlink_clique": f"{domain}.{n}",
+            "nvlink_domain": domain,
+            "clique_id": n,
+            "nodes": 2,
+            "cards": 16,
+            "driver_managed_mig_nodes": 2,
+        }
+        for n in (0, 1)
+    ]
+    # The H100 pool (pools here are products) holds the NVLink nodes and, on no fabric, the DRA ones.
+    h100 = Node.objects.filter(cluster=cluster, name__contains="h100-dra").first().pool_id
+    cliques = pat.get(f"/api/v1/node-pools/{h100}/").json()["nvlink_cliques"]
+    assert [(c["clique_id"], c["nodes"], c["cards"]) for c in cliques] == [
+        (0, 2, 16),
+        (1, 2, 16),
+        (None, 2, 16),
+    ]
+    assert cliques[-1]["nvlink_clique"] is None and cliques[-1]["driver_managed_mig_nodes"] == 0
+
+
+def test_the_pages_group_nodes_by_clique(synced, cast, client):
+    _, cluster = synced
+    client.force_login(cast.pat)
+    node = Node.objects.filter(cluster=cluster, name__contains=DYNAMIC).order_by("name").first()
+    h100 = Node.objects.filter(cluster=cluster, name__contains="h100-dra").first().pool
+    pools = client.get("/inventory/").content.decode()
+    assert f'data-testid="nvlink-{node.pool.name}">2 cliques, 4 nodes<' in pools
+    assert f'data-testid="nvlink-{h100.name}">2 cliques, 4 nodes · 2 nodes on no fabric<' in pools
+    page = client.get(f"/inventory/pools/{node.pool_id}/").content.decode()
+    assert page.count('data-testid="clique"') == 2 and "(2 nodes)" in page
+    assert page.index(node.nvlink_clique) < page.index(node.name)
+    detail = client.get(f"/inventory/nodes/{node.pk}/").content.decode()
+    assert node.nvlink_clique in detail and "driver-managed (DRA driver, DynamicMIG)" in detail
