@@ -93,6 +93,8 @@ def test_a_rollout_refused_on_a_driver_managed_mig_pool(cast, api) -> None:
     assert "h100-node-0, h100-node-1" in refused["detail"]
     assert not Rollout.objects.exists()
     assert not AuditEvent.objects.filter(action="rollout.started").exists()
+    audited = AuditEvent.objects.get(action="rollout.refused")
+    assert (audited.actor, audited.after["code"]) == (cast.pat, "rollout.driver_managed_mig")
     # Declaring dra instead rolls out: nothing in that bundle drives mig-parted.
     assert (
         pat.patch(
