@@ -543,3 +543,9 @@ except ValueError as exc:
     raise ImproperlyConfigured(f"OUTBOUND_ALLOWED_NETWORKS: {exc}") from exc
 # Page size of the paginated lists from the Kubernetes API.
 INVENTORY_LIST_PAGE_SIZE = env_int("INVENTORY_LIST_PAGE_SIZE", 500)
+# Node labels that say where a node sits (zone, rack, ...), recorded per node next to its NVLink clique
+# (nvidia.com/gpu.clique, always read) and shown on the nodes and pools pages. Kubernetes has no
+# standard rack label: a platform that labels racks names its key here.
+INVENTORY_TOPOLOGY_LABELS = env_list(
+    "INVENTORY_TOPOLOGY_LABELS", "topology.kubernetes.io/region,topology.kubernetes.io/zone"
+)

@@ -9,7 +9,7 @@ from decimal import Decimal
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Q, Sum
+from django.db.models import Case, Count, Q, Sum, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -24,6 +24,7 @@ from inventory.capacity import pool_model_capacity
 from inventory.models import Allocation, Cluster, EnforcementBackend, Node, NodePool, ParseIssueCount
 from inventory.node_layout import node_layout, tenant_colour
 from inventory.sync.heartbeats import judge_sync_states
+from inventory.topology import CliqueSummary, pool_cliques
 
 POOLS_PER_PAGE = 25
 
@@ -50,7 +51,9 @@ def clusters(request: HttpRequest) -> HttpResponse:
     ).get_page(request.GET.get("page"))
     pools = list(page.object_list)
     capacity = pool_model_capacity(pool_ids=[p.pk for p in pools])
+    cliques = pool_cliques(pool_ids=[p.pk for p in pools])
     for pool in pools:
+        pool.nvlink = _nvlink_summary(cliques.get(pool.pk, []))
         rows = capacity.get(pool.pk, [])
         pool.cards = sum(r.cards for r in rows)
         pool.advertised_ge = sum((r.advertised_ge for r in rows), start=Decimal(0))
@@ -92,6 +95,17 @@ def cluster_enforcement(request: HttpRequest, cluster_id: uuid.UUID) -> HttpResp
     return redirect("inventory")
 
 
+def _nvlink_summary(cliques: list[CliqueSummary]) -> str:
+    """ "2 cliques, 4 nodes · 1 node on no fabric"; "" when no node has fabric."""
+    fabric = [c for c in cliques if c.clique]
+    if not fabric:
+        return ""
+    nodes = sum(c.nodes for c in fabric)
+    text = f"{len(fabric)} clique{'s' if len(fabric) != 1 else ''}, {nodes} node{'s' if nodes != 1 else ''}"
+    rest = sum(c.nodes for c in cliques if not c.clique)
+    return text + (f" · {rest} node{'s' if rest != 1 else ''} on no fabric" if rest else "")
+
+
 @login_required
 def pool_detail(request: HttpRequest, pool_id: str) -> HttpResponse:
     user = current_user(request)
@@ -99,7 +113,12 @@ def pool_detail(request: HttpRequest, pool_id: str) -> HttpResponse:
         NodePool.objects.visible_to(user).select_related("cluster", "tenant"), pk=pool_id
     )
     capacity = pool_model_capacity(pool_ids=[pool.pk])[pool.pk]
-    nodes = Node.objects.visible_to(user).filter(pool=pool, present=True).order_by("name")
+    # Grouped by NVLink clique, nodes without fabric last: only a clique's nodes reach each other over NVLink.
+    nodes = (
+        Node.objects.visible_to(user)
+        .filter(pool=pool, present=True)
+        .order_by(Case(When(nvlink_clique="", then=1), default=0), "nvlink_clique", "name")
+    )
     chart = {
         "labels": [r.model_key for r in capacity],
         "allocated": [float(r.allocated_ge) for r in capacity],

@@ -24,9 +24,14 @@ def pool_spec(*, pool: NodePool) -> PoolSpec:
     cards: dict[str, int] = defaultdict(int)
     nodes: dict[str, int] = defaultdict(int)
     names: list[str] = []
-    rows = Node.objects.filter(pool=pool, present=True).values_list("name", "model_key", "gpu_count")
-    for name, model_key, gpu_count in rows:
+    managed: list[str] = []
+    rows = Node.objects.filter(pool=pool, present=True).values_list(
+        "name", "model_key", "gpu_count", "driver_managed_mig"
+    )
+    for name, model_key, gpu_count, driver_managed in rows:
         names.append(name)
+        if driver_managed:
+            managed.append(name)
         if model_key and gpu_count:
             cards[model_key] += gpu_count
             nodes[model_key] += 1
@@ -35,6 +40,7 @@ def pool_spec(*, pool: NodePool) -> PoolSpec:
         name=pool.name,
         models=tuple(ModelCards(key, cards[key], nodes[key]) for key in sorted(cards)),
         node_names=tuple(sorted(names)),
+        driver_managed_mig_nodes=tuple(sorted(managed)),
     )
 
 
@@ -46,6 +52,8 @@ def sharing_spec(policy: SharingPolicy) -> SharingSpec:
         resource_name=policy.resource_name,
     )
 
+
+DRIVER_MANAGED_MIG = "driver-managed MIG (DRA driver, DynamicMIG)"
 
 # Names every pool may advertise: not a pool's own name, so not one a form should keep.
 CLUSTER_WIDE_NAMES = frozenset({"", "nvidia.com/gpu", "nvidia.com/gpu.shared"})
@@ -61,10 +69,22 @@ class Detected:
     per_mode: dict[str, int] = field(default_factory=dict)
     parameters: dict[str, Any] = field(default_factory=dict)
     resource_name: str = ""
+    # Of those nodes, how many have their MIG managed by the NVIDIA DRA driver (DynamicMIG).
+    driver_managed_mig: int = 0
 
     @property
     def mixed(self) -> bool:
         return self.mode == "mixed"
+
+    @property
+    def label(self) -> str:
+        """The mode in words: DRA nodes whose driver owns MIG are told apart from plain DRA."""
+        if self.mode == SharingMode.DRA and self.driver_managed_mig:
+            every = self.driver_managed_mig == sum(self.per_mode.values())
+            return (
+                DRIVER_MANAGED_MIG if every else f"dra, {self.driver_managed_mig} nodes {DRIVER_MANAGED_MIG}"
+            )
+        return self.mode
 
     @property
     def summary(self) -> str:
@@ -79,7 +99,7 @@ class Detected:
 def _node_mode(node: Mapping[str, Any], kinds: set[str]) -> str:
     if "hami_gpu" in kinds or node["sharing_strategy"] == "hami":
         return SharingMode.HAMI
-    if "dra_device" in kinds:
+    if "dra_device" in kinds or node["driver_managed_mig"]:
         return SharingMode.DRA
     if "mig_instance" in kinds or (node["mig_strategy"] in ("single", "mixed") and "whole_gpu" not in kinds):
         return SharingMode.MIG
@@ -96,7 +116,14 @@ def detect_sharing(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Detected
     ids = list(pool_ids)
     nodes = list(
         Node.objects.filter(pool_id__in=ids, present=True, gpu_count__gt=0).values(
-            "pk", "pool_id", "model_key", "gpu_count", "sharing_strategy", "mig_strategy", "replicas"
+            "pk",
+            "pool_id",
+            "model_key",
+            "gpu_count",
+            "sharing_strategy",
+            "mig_strategy",
+            "replicas",
+            "driver_managed_mig",
         )
     )
     units: dict[uuid.UUID, list[tuple[str, str, str, int]]] = defaultdict(list)
@@ -105,6 +132,7 @@ def detect_sharing(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Detected
     ).values_list("node_id", "kind", "resource_name", "mig_profile", "count"):
         units[node_id].append((kind, resource, profile, count))
     per_pool: dict[uuid.UUID, list[tuple[str, dict[str, Any], str]]] = defaultdict(list)
+    managed: Counter[uuid.UUID] = Counter(n["pool_id"] for n in nodes if n["driver_managed_mig"])
     for node in nodes:
         mine = units.get(node["pk"], [])
         mode = _node_mode(node, {u[0] for u in mine})
@@ -132,7 +160,7 @@ def detect_sharing(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Detected
         if not rows:
             found[pool] = Detected(mode="")
         elif len(counts) > 1:
-            found[pool] = Detected(mode="mixed", per_mode=counts)
+            found[pool] = Detected(mode="mixed", per_mode=counts, driver_managed_mig=managed[pool])
         else:
             mode = rows[0][0]
             parameters: dict[str, Any] = {}
@@ -150,6 +178,7 @@ def detect_sharing(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Detected
                 per_mode=counts,
                 parameters=parameters,
                 resource_name=names.pop() if len(names) == 1 else "",
+                driver_managed_mig=managed[pool],
             )
     return found
 

@@ -75,6 +75,7 @@ ATTEMPT_ACTIONS = frozenset(
         "auth.login_failed",
         "cluster.registration_refused",
         "cluster.update_refused",
+        "rollout.refused",
         "sharing_policy.refused",
     }
 )

@@ -37,10 +37,22 @@ class NodeFilter(FilterSet):
     present = django_filters.BooleanFilter()
     cordoned = django_filters.BooleanFilter()
     q = django_filters.CharFilter(field_name="name", lookup_expr="icontains")
+    # The NVLink clique (nvidia.com/gpu.clique); "" = nodes on no NVLink fabric.
+    nvlink_clique = django_filters.CharFilter()
+    driver_managed_mig = django_filters.BooleanFilter()
 
     class Meta:
         model = Node
-        fields = ["cluster", "pool", "model", "present", "cordoned", "q"]
+        fields = [
+            "cluster",
+            "pool",
+            "model",
+            "present",
+            "cordoned",
+            "q",
+            "nvlink_clique",
+            "driver_managed_mig",
+        ]
 
 
 class GpuFilter(FilterSet):

@@ -148,21 +148,37 @@ def capacity_rows(rows: list[ModelCapacity]) -> list[dict[str, Any]]:
     ]
 
 
+class CliqueSerializer(StrictSerializer):
+    """The pool's present nodes in one NVLink clique (nvidia.com/gpu.clique); null = on no fabric."""
+
+    nvlink_clique = serializers.CharField(allow_null=True)
+    nvlink_domain = serializers.CharField(allow_null=True)
+    clique_id = serializers.IntegerField(allow_null=True)
+    nodes = serializers.IntegerField()
+    cards = serializers.IntegerField()
+    driver_managed_mig_nodes = serializers.IntegerField()
+
+
 class NodePoolSerializer(StrictModelSerializer):
     cluster = serializers.CharField(source="cluster.name", read_only=True)
     tenant = serializers.CharField(source="tenant.slug", read_only=True, allow_null=True)
     tenant_id = serializers.UUIDField(write_only=True, allow_null=True)
     node_count = serializers.IntegerField(read_only=True)
     capacity = serializers.SerializerMethodField()
+    nvlink_cliques = serializers.SerializerMethodField()
 
     class Meta:
         model = NodePool
-        fields = ["id", "cluster", "name", "tenant", "tenant_id", "node_count", "capacity"]
+        fields = ["id", "cluster", "name", "tenant", "tenant_id", "node_count", "capacity", "nvlink_cliques"]
         read_only_fields = ["id", "name"]
 
     @extend_schema_field(CapacitySerializer(many=True))
     def get_capacity(self, pool: NodePool) -> list[dict[str, Any]]:
         return capacity_rows(self.context.get("capacity", {}).get(pool.pk, []))
+
+    @extend_schema_field(CliqueSerializer(many=True))
+    def get_nvlink_cliques(self, pool: NodePool) -> list[dict[str, Any]]:
+        return [c.as_dict() for c in self.context.get("cliques", {}).get(pool.pk, [])]
 
 
 class ModelFragmentationSerializer(StrictSerializer):
@@ -224,6 +240,9 @@ class NodeSerializer(serializers.ModelSerializer[Node]):
             "advertised_units",
             "advertised_ge",
             "parse_issues",
+            "nvlink_clique",
+            "topology",
+            "driver_managed_mig",
             "present",
             "gone_at",
             "updated_at",

@@ -34,6 +34,7 @@ from inventory.models import (
     ResourceClaim,
     Workload,
 )
+from inventory.topology import pool_cliques
 
 ReadOnly = (mixins.ListModelMixin, mixins.RetrieveModelMixin)
 
@@ -105,17 +106,21 @@ class NodePoolViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
     def get_serializer_context(self) -> dict[str, Any]:
         context = dict(super().get_serializer_context())
         context["capacity"] = getattr(self, "_capacity", {})
+        context["cliques"] = getattr(self, "_cliques", {})
         return context
 
     def paginate_queryset(self, queryset: Any) -> Any:
         page = super().paginate_queryset(queryset)
-        # One capacity query for the whole page, not one per pool.
-        self._capacity = pool_model_capacity(pool_ids=[p.pk for p in page or []])
+        # One capacity query and one clique query for the whole page, not one per pool.
+        ids = [p.pk for p in page or []]
+        self._capacity = pool_model_capacity(pool_ids=ids)
+        self._cliques = pool_cliques(pool_ids=ids)
         return page
 
     def retrieve(self, request: Request, pk: str) -> Response:
         pool = self.get_object()
         self._capacity = pool_model_capacity(pool_ids=[pool.pk])
+        self._cliques = pool_cliques(pool_ids=[pool.pk])
         return Response(self.get_serializer(pool).data)
 
     @extend_schema(request=NodePoolSerializer, responses=NodePoolSerializer)

@@ -72,6 +72,14 @@ class Node(models.Model):
     # This node's parse issues as last read ({severity, code, message, source}); the cluster's
     # ParseIssueCount only keeps the last object per code, the node page needs its own.
     parse_issues = models.JSONField(default=list, blank=True)
+    # The NVLink clique (nvidia.com/gpu.clique, inventory/domain/node_topology.py): "" = no NVLink
+    # fabric. Pages group nodes by it; ``topology`` holds the zone/rack labels INVENTORY_TOPOLOGY_LABELS
+    # names, as the node carries them.
+    nvlink_clique = models.CharField(max_length=63, blank=True, db_index=True)
+    topology = models.JSONField(default=dict, blank=True)
+    # The NVIDIA DRA driver owns this node's MIG layout (DynamicMIG, inventory/domain/mig_management.py);
+    # set by the slice sync, so a node event leaves it as it is.
+    driver_managed_mig = models.BooleanField(default=False)
     present = models.BooleanField(default=True)
     gone_at = models.DateTimeField(null=True, blank=True)
     content_hash = models.CharField(max_length=64, blank=True, editable=False)
@@ -116,6 +124,8 @@ class ResourceSlice(models.Model):
     generation = models.BigIntegerField(default=0)
     slice_count = models.PositiveIntegerField(default=1)
     node_name = models.CharField(max_length=253, blank=True)
+    # It announces MIG placements the driver creates per claim (DynamicMIG).
+    dynamic_mig = models.BooleanField(default=False)
     content_hash = models.CharField(max_length=64, blank=True, editable=False)
 
     objects = PlatformOnlyQuerySet.as_manager()

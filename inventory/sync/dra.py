@@ -14,12 +14,14 @@ from inventory.domain.dra_claims import parse_resource_claim
 from inventory.domain.dra_devices import DraDevice, parse_device_class, parse_resource_slice
 from inventory.domain.gpu_equivalent import STORED_GE_PLACES, ge_to_decimal
 from inventory.domain.issues import warning
+from inventory.domain.mig_management import slice_has_dynamic_mig
 from inventory.domain.raw_fields import dig
 from inventory.models import DeviceClass, HolderKind, Node, ResourceClaim, ResourceSlice, ShareableUnit
 from inventory.sync.bulk import insert_rows
 from inventory.sync.context import SyncContext, content_hash, k8s_time
 from inventory.sync.dra_cards import recount_dra_cards
 from inventory.sync.ledger import Holder, WantedRow, close_holders, open_holder_uids, reconcile_holders
+from inventory.sync.mig_management import mark_driver_managed_mig
 
 CLAIM_FIELDS = [
     "tenant_id",
@@ -100,6 +102,7 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
                 generation=parsed.generation,
                 slice_count=parsed.resource_slice_count,
                 node_name=parsed.node_name or "",
+                dynamic_mig=slice_has_dynamic_mig(parsed),
                 content_hash=digest,
             )
         )
@@ -130,6 +133,7 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
     )
     if names:
         recount_dra_cards(ctx, node_names=names | replaced_nodes)
+    mark_driver_managed_mig(ctx, node_names=names | replaced_nodes)
     return changes
 
 
@@ -169,6 +173,7 @@ def delete_slices(ctx: SyncContext, names: set[str]) -> int:
     _recount_pools(ctx, pools)
     if nodes:
         recount_dra_cards(ctx, node_names=nodes)
+        mark_driver_managed_mig(ctx, node_names=nodes)
     return deleted and len(names)
 
 

@@ -7,17 +7,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from inventory.domain.cards import CardBasis
 from inventory.domain.gpu_equivalent import STORED_GE_PLACES, ge_to_decimal
 from inventory.domain.issues import ParseIssue, error
 from inventory.domain.node_inventory import NodeGpuInventory, parse_node_object
+from inventory.domain.node_topology import parse_node_topology
 from inventory.domain.raw_fields import as_list, as_map, dig
 from inventory.models import Gpu, Node, ShareableUnit
 from inventory.sync.bulk import insert_rows
 from inventory.sync.context import SyncContext, content_hash
 from inventory.sync.dra_cards import DRA_SOURCE, recount_dra_cards
+from inventory.sync.mig_management import mark_driver_managed_mig
 
 KIND = "nodes"
 NO_POOL = "(no pool label)"
@@ -40,6 +43,8 @@ def _hash(obj: dict[str, Any]) -> str:
         status.get("capacity"),
         status.get("allocatable"),
         conditions,
+        # Naming another topology label re-reads every node once.
+        list(settings.INVENTORY_TOPOLOGY_LABELS),
     )
 
 
@@ -73,6 +78,8 @@ NODE_FIELDS = [
     "card_basis",
     "card_source",
     "parse_issues",
+    "nvlink_clique",
+    "topology",
     "pool_id",
     "present",
     "gone_at",
@@ -129,6 +136,8 @@ def apply_nodes(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
         Node.objects.bulk_update([c.row for c in changed if not c.new], NODE_FIELDS, batch_size=UPDATE_BATCH)
         _store_gpus_and_units(ctx, changed)
         recount_dra_cards(ctx, node_ids=[c.row.pk for c in changed if c.cards_from_dra])
+        # A node listed after its slices: they were stored without it.
+        mark_driver_managed_mig(ctx, node_names=[c.row.name for c in changed if c.new])
     return len(changed)
 
 
@@ -140,8 +149,10 @@ def _prepare_node(
     ctx: SyncContext, obj: dict[str, Any], name: str, digest: str, node: Node | None
 ) -> _Changed:
     inventory = parse_node_object(node=obj)
-    ctx.note(KIND, inventory.issues, obj=name)
     labels = as_map(dig(obj, "metadata", "labels"))
+    topology = parse_node_topology(labels=labels, topology_labels=settings.INVENTORY_TOPOLOGY_LABELS)
+    issues = inventory.issues + topology.issues
+    ctx.note(KIND, issues, obj=name)
     status = as_map(obj.get("status"))
     conditions = {
         str(c.get("type")): str(c.get("status")) for c in map(as_map, as_list(status.get("conditions")))
@@ -167,8 +178,10 @@ def _prepare_node(
         "card_source": inventory.card_source[:200],
         "parse_issues": [
             {"severity": str(i.severity), "code": i.code, "message": i.message, "source": i.source}
-            for i in inventory.issues
+            for i in issues
         ],
+        "nvlink_clique": topology.clique,
+        "topology": dict(topology.labels),
         "pool_id": ctx.pool_id(str(pool_name or NO_POOL)),
         "present": True,
         "gone_at": None,

@@ -18,10 +18,10 @@ from kubesim.scenarios.claims import (
 )
 from kubesim.scenarios.gpu_models import MODELS
 from kubesim.scenarios.hami import HAMI_SPLIT_COUNT, REGISTER, parse_register
-from kubesim.scenarios.ids import DEFAULT_NOW, Timestamps, name_suffix
+from kubesim.scenarios.ids import DEFAULT_NOW, Timestamps, name_suffix, stable_uuid
 from kubesim.scenarios.nodes import BuiltNode, build_node
 from kubesim.scenarios.pod_objects import PodFactory
-from kubesim.scenarios.pools import SCENARIO_POOLS, split_nodes
+from kubesim.scenarios.pools import SCENARIO_POOLS, PoolSpec, split_nodes
 from kubesim.scenarios.truth import DraPoolTruth, HamiDevice, Truth
 from kubesim.scenarios.workloads import WorkloadContext, generate_node_pods
 
@@ -122,6 +122,7 @@ def _build(
                 age_seconds=age,
                 cordoned=roll < 0.02,
                 ready=not (0.02 <= roll < 0.03),
+                clique=_clique(pool, i),
             )
             built_nodes.append((built, age))
             _record_node(truth, built)
@@ -203,3 +204,10 @@ def _record_pool(truth: Truth, pool: dra.DraPool) -> None:
         entry.devices[device.label] += 1
         truth.dra_devices[(dra.DRIVER, device.label)] += 1
     truth.dra_pools[(dra.DRIVER, pool.node)] = entry
+
+
+def _clique(pool: PoolSpec, index: int) -> str:
+    """The pool's nodes in cliques of ``nodes_per_clique``, all in one NVLink domain; "" without."""
+    if pool.nodes_per_clique <= 0:
+        return ""
+    return f"{stable_uuid('nvlink-domain', pool.name)}.{index // pool.nodes_per_clique}"

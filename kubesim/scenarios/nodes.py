@@ -28,6 +28,8 @@ HW_COUNT = ANNOTATION_PREFIX + "gpu-count"
 MIG_APPLIED = ANNOTATION_PREFIX + "mig-config-applied"
 DP_APPLIED = ANNOTATION_PREFIX + "device-plugin-config-applied"
 POOL_LABEL = "gpuplatform.io/node-pool"
+CLIQUE_LABEL = "nvidia.com/gpu.clique"  # GFD's, and the DRA driver's compute-domain plugin's
+RACK_LABEL = "topology.kubesim.io/rack"  # no standard key: a platform names its own in settings
 MECHANISM_LABEL = "gpuplatform.io/sharing-mechanism"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
@@ -88,6 +90,7 @@ def build_node(
     age_seconds: int,
     cordoned: bool = False,
     ready: bool = True,
+    clique: str = "",
 ) -> BuiltNode:
     layout = resolve_mig_config(pool.mig_config, model, gpus) if model.mig_capable else None
     if layout is None:
@@ -126,6 +129,10 @@ def build_node(
         labels[DEVICE_PLUGIN_CONFIG] = pool.device_plugin_config
     if hami:
         labels["gpu"] = "on"  # the HAMi chart's device plugin nodeSelector
+    if clique:
+        # <NVLink domain (cluster UUID)>.<clique id>; a clique's trays share a rack.
+        labels[CLIQUE_LABEL] = clique
+        labels[RACK_LABEL] = f"rack-{clique.rsplit('.', 1)[-1]}"
 
     annotations: dict[str, str] = {
         HW_MODEL: model.key,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,8 @@ class PoolSpec:
     dra_mode: str = "gpu"  # gpu (whole GPUs) | mig (static MIG devices) | partitionable (counters)
     max_nodes: int | None = None  # cap, for pools whose objects are large (partitionable slices)
     tainted: bool = True  # nvidia.com/gpu=present:NoSchedule, as GKE and many operators set it
+    # Nodes per NVLink clique (nvidia.com/gpu.clique, one NVLink domain per pool); 0 = no fabric.
+    nodes_per_clique: int = 0
 
 
 EXCLUSIVE = (
@@ -53,20 +55,7 @@ DRA = (
 
 
 def _scaled(pools: tuple[PoolSpec, ...], factor: float) -> tuple[PoolSpec, ...]:
-    return tuple(
-        PoolSpec(
-            p.name,
-            p.mechanism,
-            p.model,
-            p.weight * factor,
-            p.mig_config,
-            p.device_plugin_config,
-            p.dra_mode,
-            p.max_nodes,
-            p.tainted,
-        )
-        for p in pools
-    )
+    return tuple(replace(p, weight=p.weight * factor) for p in pools)
 
 
 # The mixed fleet: every mechanism at once. DRA gets the largest share so that a 5,000-node build has
@@ -81,6 +70,16 @@ MIXED = (
     + _scaled(DRA, 0.38)
 )
 
+# Topology and driver-managed MIG (issue 30): the NVIDIA DRA driver with DynamicMIG on H200 (partitionable
+# devices consuming per-card counters), a plain DRA pool beside it, and NVLink cliques of two nodes.
+DRA_TOPOLOGY = (
+    PoolSpec(
+        "h200-dra-dynamic-mig", "dra", "H200", 0.4, dra_mode="partitionable", max_nodes=64, nodes_per_clique=2
+    ),
+    PoolSpec("h100-dra", "dra", "H100-80GB-HBM3", 0.2, dra_mode="gpu"),
+    PoolSpec("h100-nvlink", "exclusive", "H100-80GB-HBM3", 0.4, nodes_per_clique=2),
+)
+
 SCENARIO_POOLS: dict[str, tuple[PoolSpec, ...]] = {
     "empty": (),
     "mixed": MIXED,
@@ -91,6 +90,7 @@ SCENARIO_POOLS: dict[str, tuple[PoolSpec, ...]] = {
     "mps": MPS,
     "hami": HAMI,
     "dra": DRA,
+    "dra-topology": DRA_TOPOLOGY,
 }
 
 

@@ -4,7 +4,7 @@ Pure (no Django): takes the dataclasses of ``spec``, returns dicts and strings. 
 import-linter's pure-module contract.
 """
 
-from policies.compiler.render import config_name, dump_yaml, render_bundle
+from policies.compiler.render import config_name, dump_yaml, mig_management_parts, render_bundle
 from policies.compiler.spec import (
     CorePolicy,
     MigStrategy,
@@ -28,6 +28,7 @@ __all__ = [
     "SharingSpec",
     "config_name",
     "dump_yaml",
+    "mig_management_parts",
     "normalise_parameters",
     "pool_yield",
     "render_bundle",

@@ -25,6 +25,7 @@ __all__ = [
     "MIG_PARTED_CONFIGMAP",
     "config_name",
     "dump_yaml",
+    "mig_management_parts",
     "render_bundle",
 ]
 
@@ -180,8 +181,9 @@ def render_bundle(*, spec: SharingSpec, pool: PoolSpec, revision: int) -> dict[s
             {"namespace": GPU_OPERATOR_NAMESPACE, "name": MIG_PARTED_CONFIGMAP, "data": {name: text}}
         )
         labels["nvidia.com/mig.config"] = name
-    else:
-        # Every other mode needs MIG off: mig-manager's default config has all-disabled.
+    elif not pool.driver_managed_mig:
+        # Every other mode needs MIG off: mig-manager's default config has all-disabled. Not where the
+        # DRA driver owns MIG (DynamicMIG): mig-manager would delete the partitions it made.
         labels["nvidia.com/mig.config"] = ALL_DISABLED
 
     if mode == SharingMode.HAMI:
@@ -195,3 +197,24 @@ def render_bundle(*, spec: SharingSpec, pool: PoolSpec, revision: int) -> dict[s
     files.sort(key=lambda f: f["path"])
     configmaps.sort(key=lambda c: (c["namespace"], c["name"]))
     return {"files": files, "labels": dict(sorted(labels.items())), "configmaps": configmaps}
+
+
+def mig_management_parts(bundle: dict[str, Any]) -> list[str]:
+    """What in a rendered bundle would drive mig-parted: GPU Operator's MIG label, a mig-parted config
+    file or its ConfigMap. None of it may reach a node whose MIG the DRA driver owns."""
+    parts = [
+        f"label {key}={value}"
+        for key, value in sorted((bundle.get("labels") or {}).items())
+        if key.startswith("nvidia.com/mig.config")
+    ]
+    parts += [
+        f"file {f.get('path')}"
+        for f in bundle.get("files") or []
+        if str(f.get("path", "")).startswith("mig-parted/")
+    ]
+    parts += [
+        f"ConfigMap {c.get('namespace')}/{c.get('name')}"
+        for c in bundle.get("configmaps") or []
+        if c.get("name") == MIG_PARTED_CONFIGMAP
+    ]
+    return parts

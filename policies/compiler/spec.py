@@ -55,6 +55,12 @@ class PoolSpec:
     name: str
     models: tuple[ModelCards, ...]  # sorted by model key
     node_names: tuple[str, ...] = ()
+    # Nodes whose MIG layout the NVIDIA DRA driver owns (DynamicMIG): no geometry, no MIG label there.
+    driver_managed_mig_nodes: tuple[str, ...] = ()
+
+    @property
+    def driver_managed_mig(self) -> bool:
+        return bool(self.driver_managed_mig_nodes)
 
 
 @dataclass(frozen=True, slots=True)

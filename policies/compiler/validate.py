@@ -96,6 +96,8 @@ def validate_policy(*, spec: SharingSpec, pool: PoolSpec) -> list[PolicyProblem]
     problems: list[PolicyProblem] = []
     if spec.resource_name and (why := resource_name_problem(spec.resource_name)):
         problems.append(PolicyProblem("policy.resource_name_invalid", why, "resource_name"))
+    if pool.driver_managed_mig and spec.mode != SharingMode.DRA:
+        return [*problems, _driver_managed_mig(spec.mode, pool)]
     p = spec.parameters
     if spec.mode in (SharingMode.TIME_SLICING, SharingMode.MPS):
         problems += _replicas(p.get("replicas"))
@@ -106,6 +108,29 @@ def validate_policy(*, spec: SharingSpec, pool: PoolSpec) -> list[PolicyProblem]
     elif spec.mode == SharingMode.MIG:
         problems += _mig(p, pool)
     return problems
+
+
+def _driver_managed_mig(mode: SharingMode, pool: PoolSpec) -> PolicyProblem:
+    names = pool.driver_managed_mig_nodes
+    where = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    why = (
+        f"the NVIDIA DRA driver manages MIG on this pool's nodes ({where}): with its DynamicMIG gate it "
+        "creates and deletes MIG partitions per claim, and mig-parted must not run beside it"
+    )
+    if mode == SharingMode.MIG:
+        return PolicyProblem(
+            "policy.driver_managed_mig",
+            f"A MIG geometry cannot be set here: {why}. Declare mode dra; claims choose their profiles.",
+            "parameters.geometry",
+        )
+    # Every other mode runs the device plugin and sets nvidia.com/mig.config (all-disabled) for
+    # mig-manager, which would tear down the partitions the driver made.
+    return PolicyProblem(
+        "policy.driver_managed_mig",
+        f"Mode {mode} cannot be declared here: {why}, and this mode sets GPU Operator's MIG label "
+        "(nvidia.com/mig.config) and the device plugin. Declare mode dra.",
+        "mode",
+    )
 
 
 def _replicas(value: Any) -> list[PolicyProblem]:

@@ -26,11 +26,12 @@ from django.db.models import Max
 from django.utils import timezone
 
 from gpuplatform.accounts.models import User
-from gpuplatform.audit.services import record_event, snapshot
+from gpuplatform.audit.services import record_attempt, record_event, snapshot
 from gpuplatform.db.after_commit import queue_after_commit
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from inventory.models import Cluster, Node, NodePool
 from policies import draining, push, signing
+from policies.compiler import mig_management_parts
 from policies.models import (
     ACTIVE_STATES,
     NodePolicyState,
@@ -70,6 +71,7 @@ def start_rollout(
         raise Forbidden("Only platform-admins roll out policies.")
     if max_unavailable < 1:
         raise ValidationFailed("max_unavailable must be at least 1.", code="invalid_max_unavailable")
+    _refuse_driver_managed_mig(actor=actor, pool_id=pool_id, revision_id=revision_id)
     with transaction.atomic():
         pool = NodePool.objects.select_for_update().filter(pk=pool_id).first()
         if pool is None:
@@ -115,6 +117,41 @@ def start_rollout(
         )
         queue_advance(rollout.pk)
     return rollout
+
+
+def _refuse_driver_managed_mig(*, actor: User, pool_id: uuid.UUID, revision_id: uuid.UUID) -> None:
+    """No bundle that drives mig-parted reaches a pool whose MIG the NVIDIA DRA driver owns. Checked
+    before the rollout's transaction, so the refusal is audited (``rollout.refused``); an unknown pool
+    or revision is left to the lookups that follow."""
+    revision = PolicyRevision.objects.filter(pk=revision_id, pool_id=pool_id).select_related("pool").first()
+    if revision is None:
+        return
+    parts = mig_management_parts(revision.bundle or {})
+    if not parts:
+        return
+    managed = list(
+        Node.objects.filter(pool_id=pool_id, present=True, driver_managed_mig=True)
+        .order_by("name")
+        .values_list("name", flat=True)[:4]
+    )
+    if not managed:
+        return
+    where = ", ".join(managed[:3]) + (" and more" if len(managed) > 3 else "")
+    refused = Conflict(
+        f"Revision r{revision.number} is not rolled out on {revision.pool.name}: the NVIDIA DRA driver "
+        f"manages MIG on its nodes ({where}) with DynamicMIG, creating MIG partitions per claim, and "
+        f"mig-parted must not run beside it; this revision would push {', '.join(parts)}. Declare mode "
+        "dra and publish a new revision.",
+        code="rollout.driver_managed_mig",
+    )
+    record_attempt(
+        actor=actor,
+        action="rollout.refused",
+        object_type="policies.rollout",
+        object_repr=f"pool {revision.pool.name} r{revision.number}",
+        detail={"pool": str(pool_id), "revision": revision.number, "code": refused.code, "pushes": parts},
+    )
+    raise refused
 
 
 @dataclass(frozen=True)
