@@ -112,7 +112,8 @@ def measure(tree: Path, tenants: int, departments: int) -> dict[str, float]:
                 resources=[{"name": GPU, "ge_per_unit": "1"}],
             )
             Quota.objects.bulk_create(
-                Quota(tenant=team, flavor=flavor, resource=GPU, nominal=1 + i % 8) for i, team in enumerate(teams)
+                Quota(tenant=team, flavor=flavor, resource=GPU, nominal=1 + i % 8)
+                for i, team in enumerate(teams)
             )
             Cluster.objects.filter(pk=cluster.pk).update(enforcement_backend=EnforcementBackend.KUEUE)
 
@@ -139,7 +140,9 @@ def measure(tree: Path, tenants: int, departments: int) -> dict[str, float]:
             else:
                 apply_kueue(cluster_id=cluster.pk)
             custom: Any = k8s.CustomObjectsApi(api)
-            queue = custom.get_cluster_custom_object("kueue.x-k8s.io", "v1beta2", "clusterqueues", quota.tenant.slug)
+            queue = custom.get_cluster_custom_object(
+                "kueue.x-k8s.io", "v1beta2", "clusterqueues", quota.tenant.slug
+            )
             nominal = queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"]
             one_quota_s = time.perf_counter() - started
             if int(nominal) != quota.nominal:
@@ -167,7 +170,10 @@ def _seed_tree(admin: Any, tenants: int, departments: int, create_tenant: Any, *
         ]
         for t in range(tenants - departments - 1):
             team = create_tenant(
-                actor=admin, slug=f"team-{t:04d}", display_name=f"Team {t}", parent_id=heads[t % departments].pk
+                actor=admin,
+                slug=f"team-{t:04d}",
+                display_name=f"Team {t}",
+                parent_id=heads[t % departments].pk,
             )
             namespace_model.objects.create(tenant=team, namespace=f"ns-{team.slug}", cluster="bench")
             queue_model.objects.create(tenant=team, name="default")
@@ -177,14 +183,26 @@ def _seed_tree(admin: Any, tenants: int, departments: int, create_tenant: Any, *
 def compare(args: argparse.Namespace) -> None:
     old_tree = Path(tempfile.gettempdir()) / f"kueue-bench-{args.compare_with}"
     if not old_tree.exists():
-        subprocess.run(["git", "worktree", "add", "--detach", str(old_tree), args.compare_with], cwd=HERE, check=True)
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(old_tree), args.compare_with], cwd=HERE, check=True
+        )
     base = os.environ["DATABASE_URL"].rpartition("/")[0]
-    trees = {"before": (old_tree, f"{base}/gpp_bench_kueue_before"), "after": (HERE, f"{base}/gpp_bench_kueue_after")}
+    trees = {
+        "before": (old_tree, f"{base}/gpp_bench_kueue_before"),
+        "after": (HERE, f"{base}/gpp_bench_kueue_after"),
+    }
     results: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
     for _ in range(args.rounds):
         for label, (tree, url) in trees.items():
             command = [sys.executable, str(Path(__file__).resolve()), "--tree", str(tree), "--json"]
-            command += ["--tenants", str(args.tenants), "--departments", str(args.departments), "--rounds", "1"]
+            command += [
+                "--tenants",
+                str(args.tenants),
+                "--departments",
+                str(args.departments),
+                "--rounds",
+                "1",
+            ]
             out = subprocess.run(
                 command, env={**os.environ, "DATABASE_URL": url}, capture_output=True, text=True, check=False
             )
