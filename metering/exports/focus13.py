@@ -1,4 +1,5 @@
 """FOCUS 1.3 CSV of a period's lines, with data generator-calculated split cost allocation. No Django.
+The columns 1.2 and 1.3 write alike come from focus.shared_values; this module holds what 1.3 changed.
 
 Source: the 1.3 publication text (FinOps-Open-Cost-and-Usage-Spec/FOCUS_Spec 4f52032efbf4,
 ``specification/datasets/cost_and_usage/``). docs/metering.md documents the allocation method.
@@ -34,21 +35,20 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
 from metering.chargeback.money import minor_unit, round_money
+from metering.exports.focus import UNIT, FlavorFacts, FocusContext, shared_values
 from metering.exports.formats import table_chunks
-from metering.exports.rows import ExportLine, efficiency, money_text, number_text, sheet_text, utc_text
+from metering.exports.rows import ExportLine, efficiency, money_text, number_text, sheet_text
 
 __all__ = [
     "ALLOCATED_METHOD_ID",
     "FOCUS13_COLUMNS",
     "RATIO_PLACES",
     "SPLIT_KINDS",
-    "FlavorFacts",
-    "Focus13Context",
     "SplitOf",
     "focus13_chunks",
     "focus13_records",
@@ -56,7 +56,6 @@ __all__ = [
 ]
 
 ALLOCATED_METHOD_ID = "gpuplatform-card-hours-v1"
-UNIT = "GPU-Hours"  # a physical card-hour is 1 GE-hour (DESIGN §3)
 RATIO_PLACES = 12
 TAG_PREFIX = "gpuplatform/"
 
@@ -131,23 +130,6 @@ FOCUS13_COLUMNS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class FlavorFacts:
-    share_type: str = ""  # the inventory's unit kind: whole_gpu, mig_instance, time_slice_replica...
-    mig_profile: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Focus13Context:
-    billing_account_id: str = "gpuplatform"
-    billing_account_name: str = "gpuplatform GPU fleet"
-    provider: str = "gpuplatform"
-    service_name: str = "GPU capacity"
-    currency: str = "USD"  # BillingCurrency of a line that has none (unpriced usage)
-    flavors: Mapping[str, FlavorFacts] = field(default_factory=dict)
-    card_flavors: Mapping[str, str] = field(default_factory=dict)  # rate card id -> flavor it prices
-
-
 def select_columns(requested: str | None) -> tuple[str, ...]:
     """``?columns=A,B`` as the columns to write, in the order asked, once each; all when absent.
     Raises ValueError naming the unknown ones."""
@@ -183,7 +165,7 @@ def _origin_key(line: ExportLine) -> tuple[str, ...]:
     )
 
 
-def _splits(lines: Sequence[ExportLine], ctx: Focus13Context) -> dict[int, _Split]:
+def _splits(lines: Sequence[ExportLine], ctx: FocusContext) -> dict[int, _Split]:
     """Each split line's origin, ratio and cost (see the module's docstring), by position."""
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, line in enumerate(lines):
@@ -204,7 +186,7 @@ def _splits(lines: Sequence[ExportLine], ctx: Focus13Context) -> dict[int, _Spli
     return out
 
 
-def _origin_id(line: ExportLine, ctx: Focus13Context) -> str:
+def _origin_id(line: ExportLine, ctx: FocusContext) -> str:
     origin = f"{line.period}/{line.pool}/{_sku_price_id(line, ctx)}"
     if line.rate_card:
         origin += f"/{line.rate_card}"  # two rate cards of one SKU price in one month: two origins
@@ -242,12 +224,12 @@ def _costs(members: list[ExportLine]) -> list[Decimal]:
     return costs
 
 
-def _sku_id(line: ExportLine, ctx: Focus13Context) -> str:
+def _sku_id(line: ExportLine, ctx: FocusContext) -> str:
     flavor = ctx.card_flavors.get(line.rate_card, "")
     return line.gpu_model + (f"/{flavor}" if flavor else "")
 
 
-def _sku_price_id(line: ExportLine, ctx: Focus13Context) -> str:
+def _sku_price_id(line: ExportLine, ctx: FocusContext) -> str:
     if line.amount is None:
         return f"{_sku_id(line, ctx)}/unpriced"
     return f"{_sku_id(line, ctx)}/{line.basis or 'allocation'}/{line.currency}"
@@ -262,20 +244,9 @@ def _json(obj: Mapping[str, object]) -> str:
     return "{" + ",".join(parts) + "}"
 
 
-def _description(line: ExportLine) -> str:
-    what = f"{line.gpu_model} on {line.pool}" + (f" ({line.flavor})" if line.flavor else "")
-    if line.kind == "idle":
-        prefix = "Idle capacity of "
-    elif line.kind == "idle_share":
-        prefix = "Share of idle capacity of "
-    elif line.kind == "adjustment":
-        prefix = f"Late usage of {line.adjusts} for "
-    else:
-        prefix = f"GPU usage ({line.basis}) of "
-    return ("Unpriced (no rate card): " if line.amount is None else "") + prefix + what
-
-
-def _record(line: ExportLine, split: _Split | None, ctx: Focus13Context) -> dict[str, str]:
+def _record(line: ExportLine, split: _Split | None, ctx: FocusContext) -> dict[str, str]:
+    """The shared columns (focus.shared_values) with what 1.3 writes its own way: unpriced lines at
+    0, the split's cost, the SKU price, the cluster as sub account, the split allocation columns."""
     text = sheet_text
     unpriced = line.amount is None
     currency = line.currency or ctx.currency
@@ -284,11 +255,13 @@ def _record(line: ExportLine, split: _Split | None, ctx: Focus13Context) -> dict
         cost = money_text(split.cost, places)
     else:
         cost = money_text(Decimal(0) if unpriced else line.amount, places)
-    price = number_text(Decimal(0) if unpriced else line.unit_price)
-    correction = line.kind == "adjustment"
-    charge_start = line.adjusts_start if correction and line.adjusts_start else line.period_start
-    charge_end = line.adjusts_end if correction and line.adjusts_end else line.period_end
-    consumed = line.used_ge_hours if line.basis == "utilisation" and line.used_ge_hours is not None else None
+    values = shared_values(
+        line,
+        ctx,
+        cost=cost,
+        price=number_text(Decimal(0) if unpriced else line.unit_price),
+        currency=currency,
+    )
     cluster = line.pool.split("/", 1)[0] if line.pool else ""
     facts = ctx.flavors.get(line.flavor, FlavorFacts())
     sku = _sku_id(line, ctx)
@@ -318,77 +291,37 @@ def _record(line: ExportLine, split: _Split | None, ctx: Focus13Context) -> dict
         sku_details["x_Flavor"] = sku.split("/", 1)[1]
     sku_details["x_PricingBasis"] = line.basis or "allocation"
     sku_details["x_Unpriced"] = unpriced
-    use = efficiency(line)
-    return {
-        "BilledCost": cost,
-        "BillingAccountId": ctx.billing_account_id,
-        "BillingAccountName": ctx.billing_account_name,
-        "BillingCurrency": text(currency),
-        "BillingPeriodEnd": utc_text(line.period_end),
-        "BillingPeriodStart": utc_text(line.period_start),
-        "ChargeCategory": "Usage",
-        "ChargeClass": "Correction" if correction else "",
-        "ChargeDescription": _description(line),
-        "ChargePeriodEnd": utc_text(charge_end),
-        "ChargePeriodStart": utc_text(charge_start),
-        "ContractedCost": cost,
-        "EffectiveCost": cost,
-        "HostProviderName": ctx.provider,  # the platform hosts its own cards
-        "InvoiceIssuerName": ctx.provider,
-        "ListCost": cost,
-        "PricingQuantity": number_text(line.card_hours),
-        "PricingUnit": UNIT,
-        "ProviderName": ctx.provider,
-        "PublisherName": ctx.provider,
-        "ServiceCategory": "Compute",
-        "ServiceName": ctx.service_name,
-        "ServiceProviderName": ctx.provider,
-        "AllocatedMethodId": method,
-        "AllocatedResourceId": allocated_id,
-        "AllocatedResourceName": text(allocated_name),
-        "AllocatedTags": tags,
-        "ConsumedQuantity": number_text(consumed if consumed is not None else line.card_hours),
-        "ConsumedUnit": UNIT,
-        "ContractedUnitPrice": price,
-        "ListUnitPrice": price,
-        "PricingCategory": "Standard",
-        "ResourceId": text(line.pool),
-        "ResourceName": text(line.pool),
-        "ResourceType": "GPU node pool",
-        "SkuId": text(sku),
-        "SkuMeter": "GPU-Hours " + (line.basis or "allocation"),
-        "SkuPriceDetails": _json(sku_details),
-        "SkuPriceId": text(_sku_price_id(line, ctx)),
-        "SubAccountId": text(cluster),
-        "SubAccountName": text(cluster),
-        "SubAccountType": "Cluster" if cluster else "",
-        "AllocatedMethodDetails": details,
-        "ChargeFrequency": "Usage-Based",
-        "ServiceSubcategory": "Containers",
-        "x_OriginChargeId": text(split.origin) if split else "",
-        "x_TenantId": line.tenant_id,
-        "x_TenantPath": text(line.tenant_path),
-        "x_CostCentre": text(line.cost_centre),
-        "x_Flavor": text(line.flavor),
-        "x_GpuModel": text(line.gpu_model),
-        "x_MigProfile": text(facts.mig_profile),
-        "x_ShareType": text(facts.share_type),
-        "x_Basis": text(line.basis),
-        "x_LineKind": text(line.kind),
-        "x_LineNumber": str(line.line_no),
-        "x_GeHours": number_text(line.ge_hours),
-        "x_GeHoursUsed": number_text(line.used_ge_hours),
-        "x_Utilisation": number_text(use),
-        "x_AmountExact": number_text(line.amount_exact),
-        "x_Unpriced": "true" if unpriced else "false",
-        "x_RateCardId": text(line.rate_card),
-        "x_Adjusts": text(line.adjusts),
-    }
+    values.update(
+        {
+            "HostProviderName": ctx.provider,  # the platform hosts its own cards
+            "ServiceProviderName": ctx.provider,
+            "AllocatedMethodId": method,
+            "AllocatedResourceId": allocated_id,
+            "AllocatedResourceName": text(allocated_name),
+            "AllocatedTags": tags,
+            "SkuId": text(sku),
+            "SkuPriceDetails": _json(sku_details),
+            "SkuPriceId": text(_sku_price_id(line, ctx)),
+            "SubAccountId": text(cluster),
+            "SubAccountName": text(cluster),
+            "SubAccountType": "Cluster" if cluster else "",
+            "AllocatedMethodDetails": details,
+            "x_OriginChargeId": text(split.origin) if split else "",
+            "x_TenantId": line.tenant_id,
+            "x_MigProfile": text(facts.mig_profile),
+            "x_ShareType": text(facts.share_type),
+            "x_GeHours": number_text(line.ge_hours),
+            "x_Utilisation": number_text(efficiency(line)),
+            "x_Unpriced": "true" if unpriced else "false",
+            "x_RateCardId": text(line.rate_card),
+        }
+    )
+    return values
 
 
 def focus13_records(
     lines: Iterable[ExportLine],
-    ctx: Focus13Context | None = None,
+    ctx: FocusContext | None = None,
     *,
     splits: Iterable[SplitOf] | None = None,
 ) -> Iterator[dict[str, str]]:
@@ -397,7 +330,7 @@ def focus13_records(
     (period, line number, ratio, cost) in the same order, worked out by the database
     (focus_sql.split_rows): the lines stream through. Without them one period is held at a time,
     since an origin's rows are known only once all its lines are seen."""
-    context = ctx or Focus13Context()
+    context = ctx or FocusContext()
     if splits is not None:
         yield from _streamed_records(lines, iter(splits), context)
         return
@@ -412,7 +345,7 @@ def focus13_records(
 
 
 def _streamed_records(
-    lines: Iterable[ExportLine], splits: Iterator[SplitOf], ctx: Focus13Context
+    lines: Iterable[ExportLine], splits: Iterator[SplitOf], ctx: FocusContext
 ) -> Iterator[dict[str, str]]:
     pending = next(splits, None)
     for line in lines:
@@ -423,7 +356,7 @@ def _streamed_records(
         yield _record(line, split, ctx)
 
 
-def _period_records(lines: list[ExportLine], ctx: Focus13Context) -> Iterator[dict[str, str]]:
+def _period_records(lines: list[ExportLine], ctx: FocusContext) -> Iterator[dict[str, str]]:
     splits = _splits(lines, ctx)
     for i, line in enumerate(lines):
         yield _record(line, splits.get(i), ctx)
@@ -431,7 +364,7 @@ def _period_records(lines: list[ExportLine], ctx: Focus13Context) -> Iterator[di
 
 def focus13_chunks(
     lines: Iterable[ExportLine],
-    ctx: Focus13Context | None = None,
+    ctx: FocusContext | None = None,
     *,
     columns: Sequence[str] = FOCUS13_COLUMNS,
     splits: Iterable[SplitOf] | None = None,

@@ -40,13 +40,11 @@ from django.db.models import QuerySet
 
 from inventory.models import ShareableUnit
 from metering.chargeback.money import minor_unit
-from metering.exports.focus import FOCUS_COLUMNS, UNIT, FocusContext, focus_chunks
+from metering.exports.focus import FOCUS_COLUMNS, UNIT, FlavorFacts, FocusContext, focus_chunks
 from metering.exports.focus13 import (
     FOCUS13_COLUMNS,
     RATIO_PLACES,
     SPLIT_KINDS,
-    FlavorFacts,
-    Focus13Context,
     SplitOf,
     focus13_chunks,
 )
@@ -275,7 +273,7 @@ def split_rows(lines: QuerySet[ReportLine, Any]) -> Iterator[SplitOf]:
                     yield label, line_no, Decimal(units).scaleb(-RATIO_PLACES), cost
 
 
-def focus13_context(lines: QuerySet[ReportLine, Any]) -> Focus13Context:
+def focus13_context(lines: QuerySet[ReportLine, Any]) -> FocusContext:
     """What the pure writer needs from other tables: the flavor each rate card prices (the SKU), each
     flavor's share type and MIG profile (from the inventory's units of its resource), and the
     currency to state on a line that has none (unpriced usage)."""
@@ -288,7 +286,7 @@ def focus13_context(lines: QuerySet[ReportLine, Any]) -> Focus13Context:
     names = set(lines.order_by().exclude(flavor_name="").values_list("flavor_name", flat=True).distinct())
     flavors = {f.name: _flavor_facts(f) for f in Flavor.objects.filter(name__in=names)}
     currency = lines.order_by().exclude(currency="").values_list("currency", flat=True).first() or "USD"
-    return Focus13Context(currency=currency, flavors=flavors, card_flavors=card_flavors)
+    return FocusContext(currency=currency, flavors=flavors, card_flavors=card_flavors)
 
 
 def _is_uuid(text: str) -> bool:

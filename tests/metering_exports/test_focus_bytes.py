@@ -1,0 +1,141 @@
+"""FOCUS 1.2 and 1.3 bytes pinned on awkward lines (pure writers, no database): refactoring the
+writers must not change a byte. The digests were taken from the writers before focus.py and
+focus13.py shared their column table (issue 32); a deliberate change of output updates them."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from decimal import Decimal as D
+
+from metering.exports.focus import FlavorFacts, FocusContext, focus_chunks
+from metering.exports.focus13 import focus13_chunks
+from metering.exports.rows import ExportLine
+
+MARCH = (datetime(2025, 3, 1, tzinfo=UTC), datetime(2025, 4, 1, tzinfo=UTC))
+APRIL = (datetime(2025, 4, 1, tzinfo=UTC), datetime(2025, 5, 1, tzinfo=UTC))
+CARD = "5b0e9a3c-0f6b-4a53-9b0e-3f1c2d4e5a6b"
+
+
+def line(n, **kw):
+    start, end = APRIL if kw.get("period") == "2025-04" else MARCH
+    base = {
+        "period": "2025-03", "period_start": start, "period_end": end, "line_no": n, "kind": "charge",
+        "tenant_id": "0b7d5f0e-1c2d-4e5f-8a9b-0c1d2e3f4a5b", "tenant_slug": "vision",
+        "tenant_path": "/acme/research/vision/", "cost_centre": "CC-1", "pool": "east/h100", "flavor": "",
+        "gpu_model": "H100-80GB", "basis": "allocation", "currency": "USD", "unit_price": D("2.500000"),
+        "ge_hours": D("1.333333333"), "used_ge_hours": None, "card_hours": D("1.333333333"),
+        "amount_exact": D("3.333333332500"), "amount": D("3.3333"), "rate_card": CARD,
+    }  # fmt: skip
+    base.update(kw)
+    return ExportLine(**base)
+
+
+LINES = [
+    line(1),
+    line(
+        2,
+        tenant_id="",
+        tenant_slug="",
+        tenant_path="",
+        cost_centre="",
+        kind="idle",
+        card_hours=D("0.666666667"),
+        ge_hours=D("0"),
+        amount_exact=D("1.6666666675"),
+        amount=D("1.6667"),
+    ),
+    line(
+        3,
+        cost_centre='=HYPERLINK("x"),"q"',
+        flavor="mig-1g",
+        ge_hours=D("0.142857143"),
+        card_hours=D("0.142857143"),
+        amount_exact=D("0.3571428575"),
+        amount=D("0.3571"),
+        basis="utilisation",
+        used_ge_hours=D("0.1"),
+        pool="east/h100\r\nx",
+    ),
+    line(4, kind="idle_share", card_hours=D("0.5"), amount_exact=D("1.25"), amount=D("1.25")),
+    line(
+        5,
+        pool="east/h200",
+        gpu_model="H200-141GB",
+        unit_price=None,
+        amount=None,
+        amount_exact=None,
+        currency="",
+        rate_card="",
+    ),
+    line(
+        6,
+        kind="adjustment",
+        adjusts="2025-02",
+        adjusts_start=datetime(2025, 2, 1, tzinfo=UTC),
+        adjusts_end=MARCH[0],
+        card_hours=D("0.25"),
+        amount_exact=D("0.625"),
+        amount=D("0.625"),
+    ),
+    line(
+        7,
+        period="2025-04",
+        currency="JPY",
+        unit_price=D("300"),
+        card_hours=D("2.5"),
+        amount_exact=D("750.5"),
+        amount=D("750.5"),
+        rate_card="r-2",
+    ),
+    line(
+        8,
+        period="2025-04",
+        currency="JPY",
+        unit_price=D("300"),
+        kind="idle",
+        tenant_id="",
+        tenant_path="",
+        card_hours=D("0.5"),
+        amount_exact=D("150.5"),
+        amount=D("150.5"),
+        rate_card="r-2",
+    ),
+    line(
+        9,
+        period="2025-04",
+        kind="credit",
+        card_hours=D("0"),
+        ge_hours=D("0"),
+        amount=D("-12.3400"),
+        amount_exact=D("-12.34"),
+        unit_price=None,
+        rate_card="",
+    ),
+]
+CTX13 = FocusContext(
+    flavors={"mig-1g": FlavorFacts(share_type="mig_instance", mig_profile="1g.10gb")},
+    card_flavors={CARD: ""},
+)
+
+
+def digest(chunks):
+    return hashlib.sha256(b"".join(chunks)).hexdigest()
+
+
+def test_focus_1_2_bytes_are_pinned():
+    assert (
+        digest(focus_chunks(LINES, FocusContext()))
+        == "a503e5643122899dbbdc9d2e600284e054d2f54b2d3bb3319f3d3fda1bbfd8e3"
+    )
+
+
+def test_focus_1_3_bytes_are_pinned():
+    assert (
+        digest(focus13_chunks(LINES, CTX13))
+        == "a86acbc69ca3a4c406c382a4e8be76123ee53fee453fc06b3339cf8b1b21a690"
+    )
+    assert (
+        digest(focus13_chunks(LINES, CTX13, columns=("x_Unpriced", "BilledCost", "SkuId")))
+        == "780ee8c95e50a38f241e3467dab28e81dbd03b8caad8bf01971246bd448acbab"
+    )
