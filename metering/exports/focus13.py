@@ -4,21 +4,27 @@ The columns 1.2 and 1.3 write alike come from focus.shared_values; this module h
 Source: the 1.3 publication text (FinOps-Open-Cost-and-Usage-Spec/FOCUS_Spec 4f52032efbf4,
 ``specification/datasets/cost_and_usage/``). docs/metering.md documents the allocation method.
 
-Origin charges: one per node pool and SKU price in a billing period (the pool's card-hours at that
-price: what its cards cost). The report's lines of that pool and price are its allocated charges:
-one per holder (tenant, flavor) and one for idle capacity (AllocatedResourceId null: "the
-unallocated portion"), AllocatedRatio = the line's card-hours / the origin's card-hours, written to
-12 places by largest remainder so the ratios of one origin sum to exactly 1. The costs of one
-origin's rows sum to the origin's cost (its card-hours x price, rounded once): each row carries its
-report line's rounded amount, and when rounding line by line left a residue, that residue is moved,
-a minor unit at a time, to the rows whose rounding lost the most (largest remainder). The origin
-charge itself is not a row: FOCUS's origin charge is the one that "existed prior to" the split, and
-listing it beside its allocated rows would count the money twice.
+Origin charges: one per node and SKU price in a billing period (the node's card-hours at that
+price: what its cards cost; metering/services/node_split.py says why per node and not per card).
+Each report line of the node's pool and price is cut per node in proportion to its card-hours there
+(to the nanohour, largest remainder, so a line's pieces sum to it exactly); the pieces on one node
+are that origin's allocated charges: one per holder (tenant, flavor) and one for the node's idle
+capacity (AllocatedResourceId null: "the unallocated portion"). AllocatedRatio = the piece's
+card-hours / the origin's card-hours, written to 12 places by largest remainder so an origin's
+ratios sum to exactly 1; the origin's cost (its card-hours x price, rounded once) is dealt to its
+rows by largest remainder of their exact amounts, so they sum to it exactly. A line with no node
+weights (a utilisation or blended basis, or no ledger behind it) is one piece, and its pool at that
+price is the origin, as before. The origin charge itself is not a row: FOCUS's origin charge is the
+one that "existed prior to" the split, and listing it beside its allocated rows would count the
+money twice. A tenant's rows over several nodes may therefore differ from its report line (one
+rounding per node, not per line) by at most a minor unit per node; x_AmountExact keeps each row's
+full precision and x_LineNumber names the report line.
 
 FOCUS requires an allocated row's dimension columns to match the origin's, so the tenant is not
-the sub account here (the sub account is the cluster the pool is in) but the AllocatedResourceId,
-with its path and cost centre in AllocatedTags; the x_ columns describing the holder (x_TenantPath,
-x_CostCentre, x_Flavor, x_MigProfile, x_ShareType, x_Utilisation) are allocation attributes.
+the sub account here (the sub account is the cluster the pool is in; the resource is the node, its
+pool in x_Pool) but the AllocatedResourceId, with its path and cost centre in AllocatedTags; the x_
+columns describing the holder (x_TenantPath, x_CostCentre, x_Flavor, x_MigProfile, x_ShareType,
+x_Utilisation) are allocation attributes.
 
 Unpriced usage (no rate card) is a row like any other, never dropped: FOCUS forbids a null cost, so
 its costs and unit prices are 0, its SkuPriceId is the SKU's "unpriced" price, and x_Unpriced is
@@ -35,8 +41,8 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from decimal import Decimal
+from dataclasses import dataclass, replace
+from decimal import ROUND_FLOOR, Decimal
 from fractions import Fraction
 
 from metering.chargeback.money import minor_unit, round_money
@@ -49,7 +55,9 @@ __all__ = [
     "FOCUS13_COLUMNS",
     "RATIO_PLACES",
     "SPLIT_KINDS",
-    "SplitOf",
+    "NodeKey",
+    "NodeWeights",
+    "apportion",
     "focus13_chunks",
     "focus13_records",
     "select_columns",
@@ -110,6 +118,7 @@ FOCUS13_COLUMNS = (
     "ServiceSubcategory",
     # Custom (x_ prefix)
     "x_OriginChargeId",
+    "x_Pool",
     "x_TenantId",
     "x_TenantPath",
     "x_CostCentre",
@@ -143,12 +152,17 @@ def select_columns(requested: str | None) -> tuple[str, ...]:
 
 
 SPLIT_KINDS = ("charge", "idle", "idle_share")
-SplitOf = tuple[str, int, Decimal, Decimal]  # period label, line number, AllocatedRatio, cost
+QTY_PLACES = 9  # a report line's card-hours are to the nanohour: its pieces are too
+# (period label, pool label, GPU model, rate card ref, tenant id, flavor, "charge" | "idle") -> node
+# name -> (card-hours, GE-hours) of that line on the node (metering/services/node_split.py)
+NodeKey = tuple[str, str, str, str, str, str, str]
+NodeWeights = Mapping[NodeKey, Mapping[str, tuple[Decimal, Decimal]]]
 
 
 @dataclass(slots=True)
 class _Split:
     origin: str
+    node: str
     ratio: Decimal
     cost: Decimal
 
@@ -165,29 +179,90 @@ def _origin_key(line: ExportLine) -> tuple[str, ...]:
     )
 
 
-def _splits(lines: Sequence[ExportLine], ctx: FocusContext) -> dict[int, _Split]:
-    """Each split line's origin, ratio and cost (see the module's docstring), by position."""
-    groups: dict[tuple[str, ...], list[int]] = {}
-    for i, line in enumerate(lines):
-        if line.kind in SPLIT_KINDS:
-            groups.setdefault(_origin_key(line), []).append(i)
-    out: dict[int, _Split] = {}
-    for members in groups.values():
-        total = sum((lines[i].card_hours for i in members), Decimal(0))
-        if total <= 0:
-            continue  # nothing physical to split: the rows stand alone
-        ratios = _largest_remainder(
-            [Fraction(lines[i].card_hours) / Fraction(total) for i in members], RATIO_PLACES
+def _node_key(line: ExportLine) -> NodeKey:
+    if line.kind == "charge":
+        return (line.period, line.pool, line.gpu_model, line.rate_card, line.tenant_id, line.flavor, "charge")
+    # an idle share is its tenant's part of the pool's idle: it sits where the idle sat
+    return (line.period, line.pool, line.gpu_model, line.rate_card, "", "", "idle")
+
+
+def _pieces(line: ExportLine, nodes: NodeWeights) -> list[tuple[str, ExportLine]]:
+    """The line cut per node in proportion to its card-hours there (GE-hours, and GE-hours used,
+    in proportion to its GE-hours there), each to the nanohour by largest remainder so the pieces
+    sum to the line exactly. A line with no node weights is one piece with no node."""
+    weights = nodes.get(_node_key(line), {}) if line.kind in SPLIT_KINDS else {}
+    card_weights = [w[0] for w in weights.values()]
+    if len(weights) < 2 or sum(card_weights, Decimal(0)) <= 0 or any(w < 0 for w in card_weights):
+        node = next(iter(weights), "") if len(weights) == 1 else ""
+        return [(node, line)]
+    ge_weights = [w[1] for w in weights.values()]
+    if sum(ge_weights, Decimal(0)) <= 0 or any(w < 0 for w in ge_weights):
+        ge_weights = card_weights
+    card_hours = apportion(line.card_hours, card_weights, QTY_PLACES)
+    ge_hours = apportion(line.ge_hours, ge_weights, QTY_PLACES)
+    used = apportion(line.used_ge_hours, ge_weights, QTY_PLACES) if line.used_ge_hours is not None else None
+    out = []
+    for i, node in enumerate(weights):
+        price = line.unit_price
+        exact = None if price is None or line.amount is None else card_hours[i] * price
+        piece = replace(
+            line,
+            card_hours=card_hours[i],
+            ge_hours=ge_hours[i],
+            used_ge_hours=used[i] if used is not None else None,
+            amount_exact=exact,
+            amount=exact,
         )
-        costs = _costs([lines[i] for i in members])
-        origin = _origin_id(lines[members[0]], ctx)
-        for i, ratio, cost in zip(members, ratios, costs, strict=True):
-            out[i] = _Split(origin=origin, ratio=ratio, cost=cost)
+        out.append((node, piece))
     return out
 
 
-def _origin_id(line: ExportLine, ctx: FocusContext) -> str:
-    origin = f"{line.period}/{line.pool}/{_sku_price_id(line, ctx)}"
+def apportion(total: Decimal, weights: Sequence[Decimal], places: int) -> list[Decimal]:
+    """``total`` shared in proportion to ``weights`` (positive sum), each share to ``places`` decimals
+    by largest remainder (ties to the earlier), so the shares sum to ``total`` exactly when it has
+    no more places."""
+    whole = sum((Fraction(w) for w in weights), Fraction(0))
+    exact = [Fraction(total) * Fraction(w) / whole for w in weights]
+    unit = Fraction(1, 10**places)
+    floors = [math.floor(e / unit) for e in exact]
+    left = round(Fraction(total) / unit) - sum(floors)
+    order = sorted(range(len(exact)), key=lambda i: (-(exact[i] / unit - floors[i]), i))
+    for i in order[:left]:
+        floors[i] += 1
+    return [Decimal(f).scaleb(-places) for f in floors]
+
+
+def _split_rows(
+    lines: Sequence[ExportLine], ctx: FocusContext, nodes: NodeWeights
+) -> Iterator[tuple[ExportLine, _Split | None]]:
+    """One period's rows: each split line cut per node (_pieces); every (node, SKU price) is an
+    origin charge whose rows get ratios summing to 1 and costs summing to its cost (card-hours x
+    price, rounded once), both by largest remainder. Other lines are rows of their own."""
+    rows: list[tuple[str, ExportLine]] = []
+    for line in lines:
+        rows.extend(_pieces(line, nodes) if line.kind in SPLIT_KINDS else [("", line)])
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, (node, row) in enumerate(rows):
+        if row.kind in SPLIT_KINDS:
+            groups.setdefault((*_origin_key(row), node), []).append(i)
+    splits: dict[int, _Split] = {}
+    for key, members in groups.items():
+        total = sum((rows[i][1].card_hours for i in members), Decimal(0))
+        if total <= 0:
+            continue  # nothing physical to split: the rows stand alone
+        ratios = _largest_remainder(
+            [Fraction(rows[i][1].card_hours) / Fraction(total) for i in members], RATIO_PLACES
+        )
+        costs = _costs([rows[i][1] for i in members])
+        origin = _origin_id(rows[members[0]][1], key[-1], ctx)
+        for i, ratio, cost in zip(members, ratios, costs, strict=True):
+            splits[i] = _Split(origin=origin, node=key[-1], ratio=ratio, cost=cost)
+    for i, (_, row) in enumerate(rows):
+        yield row, splits.get(i)
+
+
+def _origin_id(line: ExportLine, node: str, ctx: FocusContext) -> str:
+    origin = f"{line.period}/{line.pool}/" + (f"{node}/" if node else "") + _sku_price_id(line, ctx)
     if line.rate_card:
         origin += f"/{line.rate_card}"  # two rate cards of one SKU price in one month: two origins
     return origin
@@ -206,22 +281,20 @@ def _largest_remainder(shares: list[Fraction], places: int) -> list[Decimal]:
 
 
 def _costs(members: list[ExportLine]) -> list[Decimal]:
-    """The rows' costs: each line's rounded amount, the residue against the origin's rounded cost
-    moved a minor unit at a time to the lines whose rounding lost the most in that direction."""
+    """The rows' costs: the origin's cost (the rows' exact amounts summed, rounded once) dealt to
+    them by largest remainder: each floored to the minor unit, the units left one each to the rows
+    whose floor lost the most (ties to the earlier row)."""
     if any(m.amount is None or m.amount_exact is None for m in members):
         return [Decimal(0)] * len(members)  # unpriced: no money to split
     currency = members[0].currency
     step = Decimal(1).scaleb(-minor_unit(currency))
-    costs = [m.amount for m in members if m.amount is not None]
-    exact_total = sum((m.amount_exact for m in members if m.amount_exact is not None), Decimal(0))
-    residue = round_money(exact_total, currency) - sum(costs, Decimal(0))
-    units = int(residue / step)
-    if units:
-        sign = 1 if units > 0 else -1
-        lost = [sign * ((m.amount_exact or Decimal(0)) - (m.amount or Decimal(0))) for m in members]
-        for i in sorted(range(len(members)), key=lambda i: (-lost[i], i))[: abs(units)]:
-            costs[i] += sign * step
-    return costs
+    exact = [m.amount_exact or Decimal(0) for m in members]
+    floors = [(e / step).to_integral_value(rounding=ROUND_FLOOR) for e in exact]
+    left = int(round_money(sum(exact, Decimal(0)), currency) / step - sum(floors, Decimal(0)))
+    order = sorted(range(len(members)), key=lambda i: (-(exact[i] / step - floors[i]), i))
+    for i in order[:left]:
+        floors[i] += 1
+    return [f * step for f in floors]
 
 
 def _sku_id(line: ExportLine, ctx: FocusContext) -> str:
@@ -291,6 +364,11 @@ def _record(line: ExportLine, split: _Split | None, ctx: FocusContext) -> dict[s
         sku_details["x_Flavor"] = sku.split("/", 1)[1]
     sku_details["x_PricingBasis"] = line.basis or "allocation"
     sku_details["x_Unpriced"] = unpriced
+    if split is not None and split.node:
+        # The origin is the node's charge: its rows' resource is the node (the pool is x_Pool).
+        values["ResourceId"] = text(f"{line.pool}/{split.node}")
+        values["ResourceName"] = text(split.node)
+        values["ResourceType"] = "GPU node"
     values.update(
         {
             "HostProviderName": ctx.provider,  # the platform hosts its own cards
@@ -307,6 +385,7 @@ def _record(line: ExportLine, split: _Split | None, ctx: FocusContext) -> dict[s
             "SubAccountType": "Cluster" if cluster else "",
             "AllocatedMethodDetails": details,
             "x_OriginChargeId": text(split.origin) if split else "",
+            "x_Pool": text(line.pool),
             "x_TenantId": line.tenant_id,
             "x_MigProfile": text(facts.mig_profile),
             "x_ShareType": text(facts.share_type),
@@ -320,46 +399,22 @@ def _record(line: ExportLine, split: _Split | None, ctx: FocusContext) -> dict[s
 
 
 def focus13_records(
-    lines: Iterable[ExportLine],
-    ctx: FocusContext | None = None,
-    *,
-    splits: Iterable[SplitOf] | None = None,
+    lines: Iterable[ExportLine], ctx: FocusContext | None = None, *, nodes: NodeWeights | None = None
 ) -> Iterator[dict[str, str]]:
-    """One record per line, in the lines' order, every line kept (unpriced ones included). Lines
-    arrive period by period (export_lines' order). ``splits``, when given, are each split line's
-    (period, line number, ratio, cost) in the same order, worked out by the database
-    (focus_sql.split_rows): the lines stream through. Without them one period is held at a time,
-    since an origin's rows are known only once all its lines are seen."""
+    """The rows of ``lines`` (export_lines' order, period by period), every line kept (unpriced ones
+    included), split lines cut per node where ``nodes`` says where they sat. One period is held at a
+    time: an origin's rows are known only once all its lines are seen."""
     context = ctx or FocusContext()
-    if splits is not None:
-        yield from _streamed_records(lines, iter(splits), context)
-        return
+    weights = nodes or {}
     period: list[ExportLine] = []
     for line in lines:
         if period and line.period != period[0].period:
-            yield from _period_records(period, context)
+            for row, split in _split_rows(period, context, weights):
+                yield _record(row, split, context)
             period = []
         period.append(line)
-    if period:
-        yield from _period_records(period, context)
-
-
-def _streamed_records(
-    lines: Iterable[ExportLine], splits: Iterator[SplitOf], ctx: FocusContext
-) -> Iterator[dict[str, str]]:
-    pending = next(splits, None)
-    for line in lines:
-        split = None
-        if pending is not None and (pending[0], pending[1]) == (line.period, line.line_no):
-            split = _Split(origin=_origin_id(line, ctx), ratio=pending[2], cost=pending[3])
-            pending = next(splits, None)
-        yield _record(line, split, ctx)
-
-
-def _period_records(lines: list[ExportLine], ctx: FocusContext) -> Iterator[dict[str, str]]:
-    splits = _splits(lines, ctx)
-    for i, line in enumerate(lines):
-        yield _record(line, splits.get(i), ctx)
+    for row, split in _split_rows(period, context, weights):
+        yield _record(row, split, context)
 
 
 def focus13_chunks(
@@ -367,8 +422,8 @@ def focus13_chunks(
     ctx: FocusContext | None = None,
     *,
     columns: Sequence[str] = FOCUS13_COLUMNS,
-    splits: Iterable[SplitOf] | None = None,
+    nodes: NodeWeights | None = None,
 ) -> Iterator[bytes]:
     """The FOCUS 1.3 CSV, streamed, with the ``columns`` asked for (all by default)."""
-    records = focus13_records(lines, ctx, splits=splits)
+    records = focus13_records(lines, ctx, nodes=nodes)
     return table_chunks(columns, ([record[c] for c in columns] for record in records))
