@@ -38,6 +38,7 @@ finance changes the price (a new rate card), so ListUnitPrice moves under one Sk
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -250,9 +251,7 @@ def _split_rows(
         total = sum((rows[i][1].card_hours for i in members), Decimal(0))
         if total <= 0:
             continue  # nothing physical to split: the rows stand alone
-        ratios = _largest_remainder(
-            [Fraction(rows[i][1].card_hours) / Fraction(total) for i in members], RATIO_PLACES
-        )
+        ratios = _ratios([rows[i][1].card_hours for i in members])
         costs = _costs([rows[i][1] for i in members])
         origin = _origin_id(rows[members[0]][1], key[-1], ctx)
         for i, ratio, cost in zip(members, ratios, costs, strict=True):
@@ -266,6 +265,24 @@ def _origin_id(line: ExportLine, node: str, ctx: FocusContext) -> str:
     if line.rate_card:
         origin += f"/{line.rate_card}"  # two rate cards of one SKU price in one month: two origins
     return origin
+
+
+def _ratios(quantities: list[Decimal]) -> list[Decimal]:
+    """Each quantity over their (positive) sum, to RATIO_PLACES by largest remainder. In integers
+    when the quantities are whole nanohours (report lines and their pieces are): the same ratios as
+    the Fractions give, without a Fraction per row (a quarter of 1.3's time: docs/benchmarks.md)."""
+    scaled = [q.scaleb(QTY_PLACES) for q in quantities]
+    if any(s != s.to_integral_value() for s in scaled):
+        total = sum(quantities, Decimal(0))
+        return _largest_remainder([Fraction(q) / Fraction(total) for q in quantities], RATIO_PLACES)
+    units = [int(s) for s in scaled]
+    whole, scale = sum(units), 10**RATIO_PLACES
+    floors = [u * scale // whole for u in units]
+    left = scale - sum(floors)
+    order = sorted(range(len(units)), key=lambda i: (-((units[i] * scale) % whole), i))
+    for i in order[:left]:
+        floors[i] += 1
+    return [Decimal(f).scaleb(-RATIO_PLACES) for f in floors]
 
 
 def _largest_remainder(shares: list[Fraction], places: int) -> list[Decimal]:
@@ -308,13 +325,46 @@ def _sku_price_id(line: ExportLine, ctx: FocusContext) -> str:
     return f"{_sku_id(line, ctx)}/{line.basis or 'allocation'}/{line.currency}"
 
 
+_STR = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) writes
+_KEY = json.encoder.encode_basestring_ascii  # what json.dumps(key) writes
+
+
 def _json(obj: Mapping[str, object]) -> str:
-    """A JSON object with Decimals written as exact JSON numbers (json.dumps would refuse them)."""
+    """A JSON object with Decimals written as exact JSON numbers (json.dumps would refuse them):
+    json.dumps' bytes, through its C string encoders directly (a third of 1.3's time went to
+    json.dumps per value: docs/benchmarks.md)."""
     parts = []
     for key, value in obj.items():
-        text = number_text(value) if isinstance(value, Decimal) else json.dumps(value, ensure_ascii=False)
-        parts.append(f"{json.dumps(key)}:{text}")
+        if isinstance(value, Decimal):
+            text = number_text(value)
+        elif isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, str):
+            text = _STR(value)
+        else:
+            text = json.dumps(value, ensure_ascii=False)
+        parts.append(f"{_KEY(key)}:{text}")
     return "{" + ",".join(parts) + "}"
+
+
+@functools.lru_cache(maxsize=4096)  # a handful of SKU prices in a period, on every row
+def _sku_details(sku: str, model: str, basis: str, unpriced: bool) -> str:
+    details: dict[str, object] = {"GpuCount": Decimal(1), "x_GpuModel": model}
+    if sku != model:
+        details["x_Flavor"] = sku.split("/", 1)[1]
+    details["x_PricingBasis"] = basis or "allocation"
+    details["x_Unpriced"] = unpriced
+    return _json(details)
+
+
+@functools.lru_cache(maxsize=65536)  # one per tenant, cost centre and flavor
+def _tags(path: str, cost_centre: str, flavor: str) -> str:
+    values = {
+        f"{TAG_PREFIX}tenant": path,
+        f"{TAG_PREFIX}cost-centre": cost_centre,
+        f"{TAG_PREFIX}flavor": flavor,
+    }
+    return _json({k: v for k, v in values.items() if v})
 
 
 def _record(line: ExportLine, split: _Split | None, ctx: FocusContext) -> dict[str, str]:
@@ -353,17 +403,7 @@ def _record(line: ExportLine, split: _Split | None, ctx: FocusContext) -> dict[s
         if holder:
             allocated_id = line.tenant_id or "unassigned"
             allocated_name = line.tenant_path or "unassigned usage"
-            tag_values = {
-                f"{TAG_PREFIX}tenant": line.tenant_path,
-                f"{TAG_PREFIX}cost-centre": line.cost_centre,
-                f"{TAG_PREFIX}flavor": line.flavor,
-            }
-            tags = _json({k: v for k, v in tag_values.items() if v})
-    sku_details: dict[str, object] = {"GpuCount": Decimal(1), "x_GpuModel": line.gpu_model}
-    if sku != line.gpu_model:
-        sku_details["x_Flavor"] = sku.split("/", 1)[1]
-    sku_details["x_PricingBasis"] = line.basis or "allocation"
-    sku_details["x_Unpriced"] = unpriced
+            tags = _tags(line.tenant_path, line.cost_centre, line.flavor)
     if split is not None and split.node:
         # The origin is the node's charge: its rows' resource is the node (the pool is x_Pool).
         values["ResourceId"] = text(f"{line.pool}/{split.node}")
@@ -378,7 +418,7 @@ def _record(line: ExportLine, split: _Split | None, ctx: FocusContext) -> dict[s
             "AllocatedResourceName": text(allocated_name),
             "AllocatedTags": tags,
             "SkuId": text(sku),
-            "SkuPriceDetails": _json(sku_details),
+            "SkuPriceDetails": _sku_details(sku, line.gpu_model, line.basis, unpriced),
             "SkuPriceId": text(_sku_price_id(line, ctx)),
             "SubAccountId": text(cluster),
             "SubAccountName": text(cluster),
