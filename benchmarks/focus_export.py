@@ -77,10 +77,10 @@ def load_lines(n: int) -> str:
             """
             INSERT INTO metering_reportline (period_id, line_no, kind, tenant_id, tenant_path, tenant_slug,
                 cost_centre, pool_name, flavor_name, gpu_model, currency, unit_price, ge_hours, card_hours,
-                amount_exact, amount, adjusts, basis, used_ge_hours, rate_card_ref)
+                amount_exact, amount, adjusts, basis, used_ge_hours, rate_card_ref, note)
             SELECT %s, i, 'charge', NULL, '/org/team-' || (i %% 5000) || '/', 'team-' || (i %% 5000),
                 'CC-' || (i %% 500), 'east/pool-' || (i %% 40), 'h100', 'H100-80GB', 'USD', 2.5,
-                719.5, 719.5, 1798.75, 1798.75, '', 'allocation', NULL, 'r-1'
+                719.5, 719.5, 1798.75, 1798.75, '', 'allocation', NULL, 'r-1', ''
             FROM generate_series(1, %s) AS i
             """,
             [period.pk, n],
@@ -146,8 +146,15 @@ def main() -> None:
 
         from metering.exports.focus_sql import focus_export
 
+        try:  # where each line sat, per node (issue 32); absent from trees before it
+            from metering.services.node_split import node_weights as weights
+        except ImportError:
+            weights = None  # type: ignore[assignment]
+
         def source() -> Iterator[bytes]:
             lines = ReportLine.objects.filter(period_id=uuid.UUID(period_id))
+            if args.path == "export" and args.focus == "1.3" and weights is not None:
+                return focus_export(lines, version="1.3", nodes=weights(lines))  # as the API does
             if args.path == "export":
                 return focus_export(lines, version=args.focus)
             return python_chunks(export_lines(lines))

@@ -53,6 +53,7 @@ from metering.exports.rows import ExportLine, efficiency, money_text, number_tex
 
 __all__ = [
     "ALLOCATED_METHOD_ID",
+    "BY_POOL_ORDER",
     "FOCUS13_COLUMNS",
     "RATIO_PLACES",
     "SPLIT_KINDS",
@@ -153,6 +154,8 @@ def select_columns(requested: str | None) -> tuple[str, ...]:
 
 
 SPLIT_KINDS = ("charge", "idle", "idle_share")
+# The report lines' order that lets focus13_records hold one pool and model at a time (ORM names).
+BY_POOL_ORDER = ("period__starts_at", "pool_name", "gpu_model", "line_no")
 QTY_PLACES = 9  # a report line's card-hours are to the nanohour: its pieces are too
 # (period label, pool label, GPU model, rate card ref, tenant id, flavor, "charge" | "idle") -> node
 # name -> (card-hours, GE-hours) of that line on the node (metering/services/node_split.py)
@@ -439,21 +442,31 @@ def _record(line: ExportLine, split: _Split | None, ctx: FocusContext) -> dict[s
 
 
 def focus13_records(
-    lines: Iterable[ExportLine], ctx: FocusContext | None = None, *, nodes: NodeWeights | None = None
+    lines: Iterable[ExportLine],
+    ctx: FocusContext | None = None,
+    *,
+    nodes: NodeWeights | None = None,
+    by_pool: bool = False,
 ) -> Iterator[dict[str, str]]:
-    """The rows of ``lines`` (export_lines' order, period by period), every line kept (unpriced ones
-    included), split lines cut per node where ``nodes`` says where they sat. One period is held at a
-    time: an origin's rows are known only once all its lines are seen."""
+    """The rows of ``lines`` (period by period), every line kept (unpriced ones included), split
+    lines cut per node where ``nodes`` says where they sat. An origin's rows are known only once all
+    its lines are seen: one period is held at a time, or, with ``by_pool`` (the lines come ordered
+    by period, pool and GPU model: BY_POOL_ORDER, what focus_sql asks of the database), one pool and
+    model of a period, since every origin lies inside one."""
     context = ctx or FocusContext()
     weights = nodes or {}
-    period: list[ExportLine] = []
+
+    def group(line: ExportLine) -> tuple[str, ...]:
+        return (line.period, line.pool, line.gpu_model) if by_pool else (line.period,)
+
+    held: list[ExportLine] = []
     for line in lines:
-        if period and line.period != period[0].period:
-            for row, split in _split_rows(period, context, weights):
+        if held and group(line) != group(held[0]):
+            for row, split in _split_rows(held, context, weights):
                 yield _record(row, split, context)
-            period = []
-        period.append(line)
-    for row, split in _split_rows(period, context, weights):
+            held = []
+        held.append(line)
+    for row, split in _split_rows(held, context, weights):
         yield _record(row, split, context)
 
 
@@ -463,7 +476,8 @@ def focus13_chunks(
     *,
     columns: Sequence[str] = FOCUS13_COLUMNS,
     nodes: NodeWeights | None = None,
+    by_pool: bool = False,
 ) -> Iterator[bytes]:
     """The FOCUS 1.3 CSV, streamed, with the ``columns`` asked for (all by default)."""
-    records = focus13_records(lines, ctx, nodes=nodes)
+    records = focus13_records(lines, ctx, nodes=nodes, by_pool=by_pool)
     return table_chunks(columns, ([record[c] for c in columns] for record in records))

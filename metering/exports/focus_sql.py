@@ -40,7 +40,7 @@ from django.db.models import QuerySet
 from inventory.models import ShareableUnit
 from metering.chargeback.money import minor_unit
 from metering.exports.focus import FOCUS_COLUMNS, UNIT, FlavorFacts, FocusContext, focus_chunks
-from metering.exports.focus13 import FOCUS13_COLUMNS, NodeWeights, focus13_chunks
+from metering.exports.focus13 import BY_POOL_ORDER, FOCUS13_COLUMNS, NodeWeights, focus13_chunks
 from metering.exports.lines import _slug_path, export_lines
 from metering.exports.rows import FORMULA_STARTS, utc_text
 from metering.models import BillingPeriod, RateCard, ReportLine
@@ -186,7 +186,14 @@ def focus_export(
     sat, ``columns`` chosen. 1.2: by COPY on PostgreSQL, else by
     ``focus_chunks``; unpriced lines left out either way (1.2 has no way to mark them)."""
     if version == "1.3":
-        return focus13_chunks(export_lines(lines), focus13_context(lines), columns=columns, nodes=nodes)
+        # By pool: the writer holds one pool and model of a period, not the period (a million lines).
+        return focus13_chunks(
+            export_lines(lines, order=BY_POOL_ORDER),
+            focus13_context(lines),
+            columns=columns,
+            nodes=nodes,
+            by_pool=True,
+        )
     if version != "1.2":
         raise ValueError(f"FOCUS version must be one of {FOCUS_VERSIONS}")
     if connection.vendor != "postgresql":

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from decimal import Decimal as D
 
 from metering.exports.focus import FlavorFacts, FocusContext, focus_chunks
-from metering.exports.focus13 import focus13_chunks
+from metering.exports.focus13 import focus13_chunks, focus13_records
 from metering.exports.rows import ExportLine
 
 MARCH = (datetime(2025, 3, 1, tzinfo=UTC), datetime(2025, 4, 1, tzinfo=UTC))
@@ -141,3 +141,12 @@ def test_focus_1_3_bytes_are_pinned():
         digest(focus13_chunks(LINES, CTX13, columns=("x_Unpriced", "BilledCost", "SkuId")))
         == "782f2bf041799f8aa56836fb3189240fdf0ed4615f35b434b8cfafad20bdde94"
     )
+
+
+def test_holding_one_pool_at_a_time_gives_the_rows_holding_the_period_gives():
+    """What the database path does (lines ordered by pool, one pool and model held at a time) writes
+    the rows the period-at-a-time writer does, in pool order."""
+    ordered = sorted(LINES, key=lambda line: (line.period_start, line.pool, line.gpu_model, line.line_no))
+    by_pool = list(focus13_records(ordered, CTX13, by_pool=True))
+    held = list(focus13_records(LINES, CTX13))
+    assert sorted(tuple(r.items()) for r in by_pool) == sorted(tuple(r.items()) for r in held)
