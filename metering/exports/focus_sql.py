@@ -1,6 +1,7 @@
 """The FOCUS CSV of report lines, streamed. FOCUS 1.3 (the default) is written by ``focus13_chunks``
 in Python on every database: its split cost allocation cuts lines per node and needs all of an
-origin's rows before the first (a period held at a time), which one ``COPY`` row by row cannot give.
+origin's rows before the first (one pool and GPU model held at a time, the lines read in that
+order), which one ``COPY`` row by row cannot give.
 FOCUS 1.2 (``?focus_version=1.2``) is written by PostgreSQL itself where it can be, by
 ``focus_chunks`` in Python elsewhere (the demo's SQLite), the same bytes either way.
 
