@@ -1,6 +1,6 @@
-"""FOCUS 1.2 export streamed (DESIGN §10, issue 15): --lines report lines written as FOCUS CSV through
-the same generators the API streams (metering.exports), lines per second and this process's memory
-along the way (flat: one chunk of rows at a time).
+"""FOCUS export streamed (DESIGN §10, issues 15 and 32), 1.2 or 1.3 (``--focus``): --lines report
+lines written as FOCUS CSV through the same generators the API streams (metering.exports), lines per
+second and this process's memory along the way (flat: one chunk of rows at a time).
 
 Two measures: ``pure``, the formatter alone over generated rows (no database); ``db``, end to end from
 PostgreSQL: --lines report lines loaded into a dedicated database by INSERT ... SELECT from
@@ -9,6 +9,7 @@ chunks (export_lines), formatted, and the bytes hashed as a client would receive
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/gpuplatform_bench_metering \\
         .venv/bin/python benchmarks/focus_export.py --lines 1000000 --mode db
+    .venv/bin/python benchmarks/focus_export.py --focus 1.3 --mode pure --lines 20000 --runs 3
 """
 
 from __future__ import annotations
@@ -76,10 +77,10 @@ def load_lines(n: int) -> str:
             """
             INSERT INTO metering_reportline (period_id, line_no, kind, tenant_id, tenant_path, tenant_slug,
                 cost_centre, pool_name, flavor_name, gpu_model, currency, unit_price, ge_hours, card_hours,
-                amount_exact, amount, adjusts, basis, used_ge_hours, rate_card_ref)
+                amount_exact, amount, adjusts, basis, used_ge_hours, rate_card_ref, note)
             SELECT %s, i, 'charge', NULL, '/org/team-' || (i %% 5000) || '/', 'team-' || (i %% 5000),
                 'CC-' || (i %% 500), 'east/pool-' || (i %% 40), 'h100', 'H100-80GB', 'USD', 2.5,
-                719.5, 719.5, 1798.75, 1798.75, '', 'allocation', NULL, 'r-1'
+                719.5, 719.5, 1798.75, 1798.75, '', 'allocation', NULL, 'r-1', ''
             FROM generate_series(1, %s) AS i
             """,
             [period.pk, n],
@@ -109,6 +110,7 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--mode", choices=("pure", "db"), default="db")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--focus", choices=("1.2", "1.3"), default="1.2", help="the FOCUS version written")
     parser.add_argument(
         "--path",
         choices=("export", "python"),
@@ -128,6 +130,10 @@ def main() -> None:
         ensure_database(url)
     django.setup()
     from metering.exports.focus import focus_chunks
+    from metering.exports.focus13 import focus13_chunks
+
+    def python_chunks(lines: Iterator[ExportLine]) -> Iterator[bytes]:
+        return focus13_chunks(lines) if args.focus == "1.3" else focus_chunks(lines)
 
     if args.mode == "db":
         from django.core.management import call_command
@@ -140,15 +146,24 @@ def main() -> None:
 
         from metering.exports.focus_sql import focus_export
 
+        try:  # where each line sat, per node (issue 32); absent from trees before it
+            from metering.services.node_split import node_weights as weights
+        except ImportError:
+            weights = None  # type: ignore[assignment]
+
         def source() -> Iterator[bytes]:
             lines = ReportLine.objects.filter(period_id=uuid.UUID(period_id))
-            return focus_export(lines) if args.path == "export" else focus_chunks(export_lines(lines))
+            if args.path == "export" and args.focus == "1.3" and weights is not None:
+                return focus_export(lines, version="1.3", nodes=weights(lines))  # as the API does
+            if args.path == "export":
+                return focus_export(lines, version=args.focus)
+            return python_chunks(export_lines(lines))
     else:
 
         def source() -> Iterator[bytes]:
-            return focus_chunks(generated(args.lines))
+            return python_chunks(generated(args.lines))
 
-    label = f"db/{args.path}" if args.mode == "db" else "pure"
+    label = (f"db/{args.path}" if args.mode == "db" else "pure") + f" FOCUS {args.focus}"
     rates, cpu_rates, digests = [], [], set()
     for _ in range(args.runs):
         before = rss_mib()

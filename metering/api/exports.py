@@ -29,6 +29,7 @@ from metering.exports.lines import export_lines
 from metering.models import BillingPeriod, ExportFormat, ReportFile, ReportJob, ReportLine
 from metering.report_tasks import build_report_task
 from metering.services import report_jobs as job_services
+from metering.services.node_split import node_weights
 
 STREAMED = {"csv": "text/csv; charset=utf-8", "focus": "text/csv; charset=utf-8", "json": "application/json"}
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -185,7 +186,8 @@ def _focus(request: Request, lines: Any) -> Iterator[bytes]:
         columns = select_columns(requested)
     except ValueError as error:
         raise ValidationFailed(str(error), code="unknown_focus_column", field="columns") from error
-    return focus_export(lines, version=version, columns=columns)
+    nodes = node_weights(lines) if version == "1.3" else None
+    return focus_export(lines, version=version, columns=columns, nodes=nodes)
 
 
 def _xlsx_response(period: BillingPeriod, lines: Any, filename: str, *, sees_all: bool) -> FileResponse:

@@ -133,7 +133,7 @@ class Chargeback:
 IDLE_CENTRAL = "central"
 IDLE_DISTRIBUTED = "distributed"
 IDLE_MODES = (IDLE_CENTRAL, IDLE_DISTRIBUTED)
-QTY = Decimal("1e-9")  # card-hours are stored to nine places
+QTY = Decimal("1e-9")  # a line's card-hours are stored to nine places (the ledger's to 18)
 # Corrections of an earlier period: a tenant's usage, and the idle capacity the correction moved.
 ADJUSTMENT_KINDS = ("adjustment", "idle_adjustment")
 
@@ -177,12 +177,24 @@ def compute_chargeback(
     charges = [line for line in lines if line.kind == "charge"]
     for key, sums in pools:
         lines.extend(_idle_lines(key, sums, charges, idle))
-    lines = _one_rounding_per_charge(lines)
+    lines = _one_rounding_per_charge([_line_quantities(line) for line in lines])
     return Chargeback(
         lines=tuple(lines),
         rollups=_rollups(lines),
         reconciliations=_reconcile(lines, _physical(pools)),
-        unpriced_card_hours=unpriced_usage + unpriced_capacity,
+        unpriced_card_hours=(unpriced_usage + unpriced_capacity).quantize(QTY),
+    )
+
+
+def _line_quantities(line: ChargeLine) -> ChargeLine:
+    """A line's quantities rounded once, half-even, to the nanohour (the ledger carries 18 places;
+    its amount was priced from the exact sum)."""
+    used = None if line.used_ge_hours is None else line.used_ge_hours.quantize(QTY)
+    return replace(
+        line,
+        ge_hours=line.ge_hours.quantize(QTY),
+        card_hours=line.card_hours.quantize(QTY),
+        used_ge_hours=used,
     )
 
 

@@ -1,8 +1,9 @@
 """The FOCUS CSV of report lines, streamed. FOCUS 1.3 (the default) is written by ``focus13_chunks``
-in Python on every database: its split cost allocation needs all of an origin's lines before the
-first of its rows (a period held at a time), which one ``COPY`` row by row cannot give. FOCUS 1.2
-(``?focus_version=1.2``) is written by PostgreSQL itself where it can be, by ``focus_chunks`` in
-Python elsewhere (the demo's SQLite), the same bytes either way.
+in Python on every database: its split cost allocation cuts lines per node and needs all of an
+origin's rows before the first (one pool and GPU model held at a time, the lines read in that
+order), which one ``COPY`` row by row cannot give.
+FOCUS 1.2 (``?focus_version=1.2``) is written by PostgreSQL itself where it can be, by
+``focus_chunks`` in Python elsewhere (the demo's SQLite), the same bytes either way.
 
 Why: formatting a million lines in Python (49 fields each, Decimals and datetimes decoded then
 formatted again) ran at ~25,000 lines per CPU-second at best (docs/benchmarks.md). On PostgreSQL
@@ -32,7 +33,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from decimal import Decimal
 from typing import Any
 
 from django.db import connection
@@ -40,16 +40,8 @@ from django.db.models import QuerySet
 
 from inventory.models import ShareableUnit
 from metering.chargeback.money import minor_unit
-from metering.exports.focus import FOCUS_COLUMNS, UNIT, FocusContext, focus_chunks
-from metering.exports.focus13 import (
-    FOCUS13_COLUMNS,
-    RATIO_PLACES,
-    SPLIT_KINDS,
-    FlavorFacts,
-    Focus13Context,
-    SplitOf,
-    focus13_chunks,
-)
+from metering.exports.focus import FOCUS_COLUMNS, UNIT, FlavorFacts, FocusContext, focus_chunks
+from metering.exports.focus13 import BY_POOL_ORDER, FOCUS13_COLUMNS, NodeWeights, focus13_chunks
 from metering.exports.lines import _slug_path, export_lines
 from metering.exports.rows import FORMULA_STARTS, utc_text
 from metering.models import BillingPeriod, RateCard, ReportLine
@@ -188,13 +180,21 @@ def focus_export(
     *,
     version: str = "1.3",
     columns: tuple[str, ...] = FOCUS13_COLUMNS,
+    nodes: NodeWeights | None = None,
 ) -> Iterator[bytes]:
     """The FOCUS CSV of ``lines`` (already scoped to the viewer), in the report's order. 1.3: every
-    line, split cost allocation, ``columns`` chosen. 1.2: by COPY on PostgreSQL, else by
+    line, split cost allocation per node where ``nodes`` (services.node_split) says where each line
+    sat, ``columns`` chosen. 1.2: by COPY on PostgreSQL, else by
     ``focus_chunks``; unpriced lines left out either way (1.2 has no way to mark them)."""
     if version == "1.3":
-        splits = split_rows(lines) if connection.vendor == "postgresql" else None
-        return focus13_chunks(export_lines(lines), focus13_context(lines), columns=columns, splits=splits)
+        # By pool: the writer holds one pool and model of a period, not the period (a million lines).
+        return focus13_chunks(
+            export_lines(lines, order=BY_POOL_ORDER),
+            focus13_context(lines),
+            columns=columns,
+            nodes=nodes,
+            by_pool=True,
+        )
     if version != "1.2":
         raise ValueError(f"FOCUS version must be one of {FOCUS_VERSIONS}")
     if connection.vendor != "postgresql":
@@ -202,80 +202,7 @@ def focus_export(
     return copied_focus_chunks(lines, ctx)
 
 
-# FOCUS 1.3's split of each origin charge (focus13._splits, the same arithmetic) by PostgreSQL's window
-# functions, exact in numeric: ratios to RATIO_PLACES by largest remainder (integer division and
-# remainder of the card-hours scaled, so nothing is rounded before it is ranked), costs the lines'
-# rounded amounts with the residue against the origin's cost (its exact sum rounded half-even) moved
-# a minor unit at a time to the lines whose rounding lost the most; ties to the earlier line.
-_ORIGIN = "s.pool_name, s.gpu_model, s.currency, s.unit_price, s.rate_card_ref, s.basis"
-_SPLIT_SQL = (
-    """SELECT line_no,
-    fl + CASE WHEN r_ratio <= %(units)s - fl_sum THEN 1 ELSE 0 END,
-    CASE WHEN priced THEN amount + CASE WHEN r_cost <= abs(cost_units) THEN sign(cost_units) * step
-        ELSE 0 END ELSE 0 END
-FROM (SELECT s.*,
-        row_number() OVER (PARTITION BY """  # noqa: S608  (constant text; values are bound)
-    + _ORIGIN
-    + """ ORDER BY rem DESC, line_no) AS r_ratio,
-        row_number() OVER (PARTITION BY """
-    + _ORIGIN
-    + """ ORDER BY sign(cost_units) * (amount_exact - amount) DESC, line_no) AS r_cost,
-        sum(fl) OVER (PARTITION BY """
-    + _ORIGIN
-    + """) AS fl_sum
-    FROM (SELECT s.*, div(s.card_hours * %(units)s, s.total) AS fl,
-            mod(s.card_hours * %(units)s, s.total) AS rem,
-            CASE WHEN s.priced THEN ((CASE
-                WHEN abs(s.exact_total - trunc(s.exact_total, s.places)) * s.scale = 0.5
-                AND mod(round(s.exact_total, s.places) * s.scale, 2) <> 0
-                THEN trunc(s.exact_total, s.places) ELSE round(s.exact_total, s.places) END)
-                - s.amount_total) * s.scale ELSE 0 END AS cost_units
-        FROM (SELECT s.*,
-                sum(s.card_hours) OVER o AS total,
-                sum(s.amount_exact) OVER o AS exact_total,
-                sum(s.amount) OVER o AS amount_total,
-                bool_and(s.amount IS NOT NULL AND s.amount_exact IS NOT NULL) OVER o AS priced,
-                coalesce((%(places)s::jsonb ->> s.currency)::int, 2) AS places,
-                power(10::numeric, coalesce((%(places)s::jsonb ->> s.currency)::int, 2)) AS scale,
-                1 / power(10::numeric, coalesce((%(places)s::jsonb ->> s.currency)::int, 2)) AS step
-            FROM ({lines}) AS s(line_no, pool_name, gpu_model, currency, unit_price, rate_card_ref, basis,
-                card_hours, amount_exact, amount)
-            WINDOW o AS (PARTITION BY """
-    + _ORIGIN
-    + """)) AS s
-        WHERE s.total > 0) AS s) AS s
-ORDER BY line_no"""
-)
-_SPLIT_SOURCE = (
-    "line_no", "pool_name", "gpu_model", "currency", "unit_price", "rate_card_ref", "basis", "card_hours",
-    "amount_exact", "amount",
-)  # fmt: skip
-
-
-def split_rows(lines: QuerySet[ReportLine, Any]) -> Iterator[SplitOf]:
-    """Each split line's (period label, line number, AllocatedRatio, cost), period by period in the
-    periods' order and by line number within one: export_lines' order, so focus13 merges the two
-    streams without holding a period. One query per period, read through a server-side cursor."""
-    periods = BillingPeriod.objects.order_by("starts_at").values_list("pk", "label")
-    places = json.dumps(
-        {c: minor_unit(c) for c in lines.order_by().values_list("currency", flat=True).distinct()}
-    )
-    for pk, label in periods:
-        mine = lines.filter(period_id=pk, kind__in=SPLIT_KINDS).order_by()
-        inner, inner_params = mine.values_list(*_SPLIT_SOURCE).query.sql_with_params()
-        names = [f"p{i}" for i in range(len(inner_params))]
-        named_inner = inner.replace("%%", "\0") % tuple(f"%({n})s" for n in names)
-        sql = _SPLIT_SQL.replace("{lines}", named_inner.replace("\0", "%%"))
-        params = {"units": 10**RATIO_PLACES, "places": places} | dict(zip(names, inner_params, strict=True))
-        with connection.cursor() as wrapper:
-            raw = wrapper.cursor
-            raw.execute(sql, params)
-            while batch := raw.fetchmany(ROWS_PER_CHUNK):
-                for line_no, units, cost in batch:
-                    yield label, line_no, Decimal(units).scaleb(-RATIO_PLACES), cost
-
-
-def focus13_context(lines: QuerySet[ReportLine, Any]) -> Focus13Context:
+def focus13_context(lines: QuerySet[ReportLine, Any]) -> FocusContext:
     """What the pure writer needs from other tables: the flavor each rate card prices (the SKU), each
     flavor's share type and MIG profile (from the inventory's units of its resource), and the
     currency to state on a line that has none (unpriced usage)."""
@@ -288,7 +215,7 @@ def focus13_context(lines: QuerySet[ReportLine, Any]) -> Focus13Context:
     names = set(lines.order_by().exclude(flavor_name="").values_list("flavor_name", flat=True).distinct())
     flavors = {f.name: _flavor_facts(f) for f in Flavor.objects.filter(name__in=names)}
     currency = lines.order_by().exclude(currency="").values_list("currency", flat=True).first() or "USD"
-    return Focus13Context(currency=currency, flavors=flavors, card_flavors=card_flavors)
+    return FocusContext(currency=currency, flavors=flavors, card_flavors=card_flavors)
 
 
 def _is_uuid(text: str) -> bool:

@@ -40,14 +40,16 @@ FIELDS = (
 )
 
 
-def export_lines(lines: QuerySet[ReportLine, Any]) -> Iterator[ExportLine]:
-    """``lines`` (already scoped to the viewer) in the report's order, as plain rows."""
+def export_lines(
+    lines: QuerySet[ReportLine, Any], *, order: tuple[str, ...] = ("period__starts_at", "line_no")
+) -> Iterator[ExportLine]:
+    """``lines`` (already scoped to the viewer) in the report's order (or ``order``), as plain rows."""
     slugs = {str(pk).replace("-", ""): slug for pk, slug in Tenant.objects.values_list("pk", "slug")}
     readable: dict[str, str] = {}
     bounds = {
         p.label: (p.starts_at, p.ends_at) for p in BillingPeriod.objects.only("label", "starts_at", "ends_at")
     }
-    rows = lines.order_by("period__starts_at", "line_no").values_list(*FIELDS).iterator(chunk_size=CHUNK)
+    rows = lines.order_by(*order).values_list(*FIELDS).iterator(chunk_size=CHUNK)
     for row in rows:
         (label, start, end, line_no, kind, tenant_id, slug, path, centre, pool, flavor, model, basis,
          currency, price, ge_hours, used, card_hours, exact, amount, adjusts, card) = row  # fmt: skip

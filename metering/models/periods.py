@@ -14,7 +14,7 @@ from django.db import models
 from django.utils import timezone
 
 from inventory.scoping import PlatformOnlyQuerySet
-from metering.models.usage import QTY_DIGITS, QTY_PLACES
+from metering.models.usage import LEDGER_DIGITS, LEDGER_PLACES, QTY_DIGITS, QTY_PLACES
 from metering.scoping import TenantUsageQuerySet
 
 MONEY_DIGITS = 24
@@ -122,8 +122,8 @@ class Adjustment(models.Model):
     pool_name = models.CharField(max_length=253, blank=True)
     gpu_model = models.CharField(max_length=100, blank=True)
     flavor_name = models.CharField(max_length=63, blank=True)
-    quantity_delta = models.DecimalField(max_digits=QTY_DIGITS, decimal_places=QTY_PLACES)
-    card_hours_delta = models.DecimalField(max_digits=QTY_DIGITS, decimal_places=QTY_PLACES)
+    quantity_delta = models.DecimalField(max_digits=LEDGER_DIGITS, decimal_places=LEDGER_PLACES)
+    card_hours_delta = models.DecimalField(max_digits=LEDGER_DIGITS, decimal_places=LEDGER_PLACES)
     reason = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now)
 

@@ -16,7 +16,12 @@ from inventory.scoping import PlatformOnlyQuerySet
 from metering.scoping import TenantUsageQuerySet
 
 QTY_DIGITS = 24
-QTY_PLACES = 9  # card-hours to the nanohour: a second of 1/7 GE is 3.97e-5
+QTY_PLACES = 9  # a report line's quantities, rounded once per line: a second of 1/7 GE is 3.97e-5
+# The hourly ledger's quantities: 18 places, so an hour's share (1/7 GE is 0.142857142857142857)
+# is off by under 5e-19 and a month of them by under 4e-16 card-hours: exact to the cent, the one
+# rounding left being the line's (issue 32: card-hours were rounded hourly to nine places).
+LEDGER_DIGITS = 36
+LEDGER_PLACES = 18
 
 
 class Meter(models.TextChoices):
@@ -58,9 +63,9 @@ class UsageHour(models.Model):
     # GE held while it held, as the inventory stores it (exact when read back with ge_from_decimal)
     ge = models.DecimalField(max_digits=GE_DIGITS, decimal_places=GE_PLACES, default=0)
     seconds = models.PositiveIntegerField(default=0)  # seconds of the hour it held (allocation basis)
-    quantity = models.DecimalField(max_digits=QTY_DIGITS, decimal_places=QTY_PLACES)  # in the meter's unit
+    quantity = models.DecimalField(max_digits=LEDGER_DIGITS, decimal_places=LEDGER_PLACES)  # meter's unit
     # Physical card-hours charged by the card-hour rule (allocation basis); the chargeback prices these.
-    card_hours = models.DecimalField(max_digits=QTY_DIGITS, decimal_places=QTY_PLACES, default=0)
+    card_hours = models.DecimalField(max_digits=LEDGER_DIGITS, decimal_places=LEDGER_PLACES, default=0)
     attribution = models.CharField(max_length=24, choices=Attribution.choices)
     source = models.CharField(max_length=16)  # ledger, prometheus, simulated
     samples_seen = models.PositiveIntegerField(default=0)
@@ -110,8 +115,8 @@ class CapacityHour(models.Model):
     pool_name = models.CharField(max_length=253, blank=True)
     gpu_model = models.CharField(max_length=100, blank=True)
     cards = models.PositiveIntegerField()
-    card_hours = models.DecimalField(max_digits=QTY_DIGITS, decimal_places=QTY_PLACES)
-    idle_card_hours = models.DecimalField(max_digits=QTY_DIGITS, decimal_places=QTY_PLACES)
+    card_hours = models.DecimalField(max_digits=LEDGER_DIGITS, decimal_places=LEDGER_PLACES)
+    idle_card_hours = models.DecimalField(max_digits=LEDGER_DIGITS, decimal_places=LEDGER_PLACES)
     computed_at = models.DateTimeField(default=timezone.now)
 
     objects = PlatformOnlyQuerySet.as_manager()

@@ -49,6 +49,20 @@ class BookingRun:
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
 
+# Rows metered before the ledger carried 18 places hold card-hours rounded to nine (by largest
+# remainder: off by under 1e-9); re-read now, exactly, such an hour differs by that rounding alone,
+# which is not late data. No real change is that small: one second of the least GE a share can hold
+# (a MiB of an 80 GiB card) is 3.4e-9 card-hours.
+NINE_PLACES = Decimal("1e-9")
+
+
+def _figure(value: Decimal) -> str:
+    """A quantity for the audit: to nine places where that is all it has (as before the ledger
+    carried 18), else every place it has."""
+    nine = value.quantize(NINE_PLACES)
+    return str(nine if nine == value else value)
+
+
 def book_late_data(
     *,
     cluster_id: uuid.UUID,
@@ -92,8 +106,8 @@ def book_late_data(
     for meter in sorted({a.meter for a in made}):
         mine = [a for a in made if a.meter == meter]
         totals[meter] = {
-            "quantity_delta": str(sum((a.quantity_delta for a in mine), ZERO)),
-            "card_hours_delta": str(sum((a.card_hours_delta for a in mine), ZERO)),
+            "quantity_delta": _figure(sum((a.quantity_delta for a in mine), ZERO)),
+            "card_hours_delta": _figure(sum((a.card_hours_delta for a in mine), ZERO)),
             "lines": str(len(mine)),
         }
     booked_now = {
@@ -155,7 +169,7 @@ def _usage_adjustments(
         was_q, was_c = (was.quantity, was.card_hours) if was is not None else (ZERO, ZERO)
         adj_q, adj_c = (earlier.quantity, earlier.card_hours) if earlier is not None else (ZERO, ZERO)
         delta_q, delta_c = now_q - was_q - adj_q, now_c - was_c - adj_c
-        if not delta_q and not delta_c:
+        if abs(delta_q) < NINE_PLACES and abs(delta_c) < NINE_PLACES:
             continue
         if partial_only_adds and (row is None or not row.complete) and delta_q < 0:
             continue
@@ -208,7 +222,7 @@ def _idle_adjustments(
             - (was.idle_card_hours if was is not None else ZERO)
             - (earlier.card_hours if earlier is not None else ZERO)
         )
-        if not delta:
+        if abs(delta) < NINE_PLACES:
             continue
         meta: CapacityHour | Adjustment
         if row is not None:

@@ -38,14 +38,14 @@ from metering.models import (
     PeriodState,
     UsageHour,
 )
-from metering.models.usage import QTY_PLACES
+from metering.models.usage import LEDGER_PLACES
 from metering.services.adjustments import book_late_data
 from metering.services.periods import ensure_period
 from quotas.models import Flavor
 
 LEDGER_SOURCE = "ledger"
 HOUR = timedelta(hours=1)
-_QUANTUM = Decimal(1).scaleb(-QTY_PLACES)
+_QUANTUM = Decimal(1).scaleb(-LEDGER_PLACES)
 
 
 @dataclass(frozen=True)
@@ -210,16 +210,16 @@ def flavor_names() -> dict[tuple[Any, str], str]:
 
 
 def _decimal(value: Fraction) -> Decimal:
-    """Half-even to the ledger's nine places: for quantities each stored once."""
+    """Half-even to the ledger's 18 places: for quantities each stored once."""
     return (Decimal(value.numerator) / Decimal(value.denominator)).quantize(_QUANTUM)
 
 
 def _round_keeping_sum(values: dict[str, Fraction]) -> dict[str, Decimal]:
-    """Round each share to nine places so that they still sum to the rounded total (largest
+    """Round each share to the ledger's 18 places so that they still sum to the rounded total (largest
     remainders, ties by key): charged + idle then equals the node's card-hours exactly in storage."""
     if not values:
         return {}
-    scale = 10**QTY_PLACES
+    scale = 10**LEDGER_PLACES
     floors = {k: (v * scale).numerator // (v * scale).denominator for k, v in values.items()}
     total = sum(values.values(), Fraction(0)) * scale
     target = round(total)  # Fraction.__round__ rounds half to even

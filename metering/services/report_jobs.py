@@ -36,6 +36,7 @@ from metering.models import (
     ReportJob,
     ReportLine,
 )
+from metering.services.node_split import node_weights
 from metering.services.reports import build_period_report, idle_mode_of
 
 STALE = timedelta(minutes=30)  # a running job silent this long lost its worker (acks_late redelivers)
@@ -135,7 +136,8 @@ def _progress(job: ReportJob, percent: int, step: str) -> None:
 
 def period_chunks(period: BillingPeriod, fmt: str) -> Iterator[bytes]:
     if fmt == ExportFormat.FOCUS:
-        return focus_export(ReportLine.objects.filter(period=period))
+        lines = ReportLine.objects.filter(period=period)
+        return focus_export(lines, nodes=node_weights(lines))
     return csv_chunks(export_lines(ReportLine.objects.filter(period=period)))
 
 

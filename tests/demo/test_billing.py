@@ -72,16 +72,20 @@ def test_the_closed_months_focus_1_3_file_passes_the_validator_and_reconciles(tm
     stored = ReportFile.objects.get(period=march, format="focus").file.open("rb").read().decode()
     assert validate(stored, origin_of=lambda row: row["x_OriginChargeId"]) == []
     records = list(csv.DictReader(io.StringIO(stored)))
-    assert len(records) == ReportLine.objects.filter(period=march).count()  # nothing dropped
+    numbers = set(ReportLine.objects.filter(period=march).values_list("line_no", flat=True))
+    assert {int(r["x_LineNumber"]) for r in records} == numbers  # nothing dropped
     by_pool: dict[str, Decimal] = {}
     for record in records:
         assert record["AllocatedMethodId"] == "gpuplatform-card-hours-v1"
-        by_pool[record["ResourceId"]] = by_pool.get(record["ResourceId"], Decimal(0)) + Decimal(
-            record["BilledCost"]
+        # One node a pool here: each origin is a node's charge, and the node is its pool's cards.
+        assert (record["ResourceType"], record["ResourceName"]) == (
+            "GPU node",
+            record["ResourceId"].rsplit("/")[-1],
         )
+        by_pool[record["x_Pool"]] = by_pool.get(record["x_Pool"], Decimal(0)) + Decimal(record["BilledCost"])
     for row in march.summary["reconciliation"]:
         assert by_pool[row["pool"]] == Decimal(row["physical"]), row["pool"]
     # 744 h x 2 H200 cards, no rate card: every one of those card-hours is in the file, at 0, marked.
     unpriced = [r for r in records if r["x_Unpriced"] == "true"]
     assert sum(Decimal(r["PricingQuantity"]) for r in unpriced) == 744 * 2
-    assert {r["ResourceId"].rsplit("/", 1)[-1] for r in unpriced} == {"NVIDIA-H200"}
+    assert {r["x_Pool"].rsplit("/", 1)[-1] for r in unpriced} == {"NVIDIA-H200"}

@@ -64,7 +64,7 @@ def usage(
         tenant=tenant,
         pool=p.pool,
         pool_name=p.pool.name,
-        node_name="n0",
+        node_name=extra.pop("node_name", "n0"),
         gpu_model=p.model,
         quantity=D(quantity),
         card_hours=D(card_hours),

@@ -193,7 +193,9 @@ def test_the_hour_of_a_synced_kubesim_fleet_equals_the_figures_worked_by_hand(ca
             "allocation__holder_name", "quantity"
         )
     )
-    assert allocated["finetune-000005"] == D(1) and allocated["infer-000009"] == D("0.142857143")
+    assert allocated["finetune-000005"] == D(1) and allocated["infer-000009"] == D(
+        "0.142857142857142857"
+    )  # 1/7 GE, to the ledger's 18 places
     assert allocated["train-000034"] == D("0.3")  # HAMi: the larger of 4096/81920 MiB and 30% cores
     row = UsageHour.objects.get(
         hour=HOUR, source="prometheus", meter="used_ge_hours", allocation__holder_name="train-000034"

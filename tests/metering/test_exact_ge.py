@@ -10,11 +10,12 @@ from decimal import Decimal as D
 from fractions import Fraction
 
 import pytest
+from django.db.models import Sum
 
 from inventory.crypto import encrypt_text
 from inventory.domain.gpu_equivalent import STORED_GE_PLACES, ge_from_decimal, ge_to_decimal, mig_ge
 from inventory.models import Allocation, Cluster, Gpu, Node, NodePool
-from metering.models import BillingPeriod, RateCard, ReportLine
+from metering.models import BillingPeriod, RateCard, ReportLine, UsageHour
 from metering.services.ledger import meter_allocation_hour
 from metering.services.reports import build_period_report
 
@@ -37,7 +38,7 @@ def test_stored_ge_reads_back_as_the_exact_fraction():
     assert ge_from_decimal(ge_to_decimal(hami, places=STORED_GE_PLACES)) == hami
 
 
-def test_a_month_of_one_1g_10gb_slice_costs_720_sevenths_ge_hours_at_the_price(cast):
+def test_a_month_of_one_1g_10gb_slice_costs_720_sevenths_card_hours_rounded_once(cast):
     cluster = Cluster.objects.create(
         name="east", api_endpoint="https://east.example:6443", kubeconfig_encrypted=encrypt_text("x")
     )
@@ -77,6 +78,19 @@ def test_a_month_of_one_1g_10gb_slice_costs_720_sevenths_ge_hours_at_the_price(c
     # Idle: 720 - 720/7 = 4320/7 x 7.10 = 30672/7 = 4381.7142857... -> 4381.71 (was 4381.72).
     # Physical: 720 card-hours x 7.10 = 5112.00 = 730.29 + 4381.71, no residue.
     assert lines["charge"].amount == D("730.29")
+    # Card-hours carried exactly (item 5's "rounded hourly to nine places"): each hour's are
+    # 1/7 to 18 places, so the month sums to 102.857142857142857040 (off 720/7 by 1.7e-16) and the
+    # line rounds that once: 102.857142857 card-hours, and 730.285714285714 exact (5112/7 to 12
+    # places). Rounded hourly to nine places (0.142857143) they summed to 102.857142960 and
+    # 730.285715016, a millionth of a dollar off the month's own figure.
+    hourly = set(UsageHour.objects.filter(period=period).values_list("card_hours", flat=True))
+    assert hourly == {D("0.142857142857142857")}
+    assert UsageHour.objects.filter(period=period).aggregate(s=Sum("card_hours"))["s"] == D(
+        "102.857142857142857040"
+    )
+    assert lines["charge"].card_hours == D("102.857142857")
+    assert lines["charge"].amount_exact == D("730.285714285714")
+    assert lines["idle"].card_hours == D("617.142857143")
     assert lines["idle"].amount == D("4381.71")
     period.refresh_from_db()
     (rec,) = period.summary["reconciliation"]
