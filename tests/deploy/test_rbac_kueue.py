@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -51,7 +52,7 @@ def recorded(cast, kubesim_factory):
     # the admission check's pass: a Job of vision's waits on gpuplatform-budget, which says Ready
     controllers = start_controllers(sim.store, enabled={"kueue"}, background=False)
     assert controllers.settle(timeout=20)
-    batch = k8s.BatchV1Api(sim.api_client())
+    batch: Any = k8s.BatchV1Api(sim.api_client())  # plain dicts in, as a test writes them
     batch.create_namespaced_job("team-vision", gpu_job("train", gpus=1))
     assert controllers.settle(timeout=20)
     sync_cluster(cluster_id=str(cluster.pk))

@@ -26,6 +26,7 @@ from quotas.models import Budget, Flavor, WorkloadCheck
 from quotas.runner.inputs import reserved_by_workloads
 from quotas.services.catalogue import create_entry, update_entry
 from quotas.tasks import apply_kueue_task
+from tests.quotas import factories as adm
 from tests.quotas.test_kueue_apply import conditions, gpu_job, kueue, sim_cluster  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -254,3 +255,38 @@ def test_a_rejection_deactivates_the_workload_and_the_reservation_ends_with_the_
         )
         == {}
     )
+
+
+def test_the_api_approves_only_from_above_refuses_bad_input_and_hides_other_tenants(cast, api):
+    # given nlp's Workload awaiting approval (its governing tenant is nlp: admins above are rita's
+    # research and acme's, and platform-admins)
+    held = adm.workload_check(tenant=cast.nlp, namespace="team-nlp")
+    url = f"/api/v1/workload-checks/{held.pk}/"
+    # alice (vision) cannot see it at all
+    assert api(cast.alice).get(url).status_code == 404
+    assert api(cast.alice).post(url + "approve/", {"note": "x"}, format="json").status_code == 404
+    # bob, nlp's own admin, may not approve it
+    refused = api(cast.bob).post(url + "approve/", {"note": "mine"}, format="json")
+    assert (refused.status_code, refused.json()["code"]) == (403, "approver_not_above")
+    # a note too long is a problem, and changes nothing
+    too_long = api(cast.rita).post(url + "approve/", {"note": "n" * 501}, format="json")
+    assert too_long.status_code == 400 and too_long["Content-Type"] == "application/problem+json"
+    held.refresh_from_db()
+    assert (
+        held.approval == "awaiting"
+        and not AuditEvent.objects.filter(action__startswith="kueue_workload.").exists()
+    )
+    # rita approves it
+    done = api(cast.rita).post(url + "approve/", {"note": "fine"}, format="json")
+    assert done.status_code == 200
+    assert (done.json()["approval"], done.json()["approved_by"], done.json()["approval_note"]) == (
+        "approved",
+        "rita",
+        "fine",
+    )
+    # and deciding again is refused: it no longer awaits approval
+    again = api(cast.pat).post(url + "reject/", {"note": "late"}, format="json")
+    assert again.status_code == 400
+    assert [c["name"] for c in api(cast.bob).get("/api/v1/workload-checks/").json()["results"]] == [
+        "job-train-1a2b3"
+    ]
