@@ -9,14 +9,15 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from gpuplatform.audit.models import AuditEvent
+from tests.browser.test_page_widths import STICKING_OUT
 from tests.quotas import factories as adm
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def fits(page: Page) -> bool:
+def fits(page: Page) -> None:
     scroll, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
-    return int(scroll) <= int(inner)
+    assert int(scroll) <= int(inner), page.evaluate(STICKING_OUT)
 
 
 def test_rita_approves_a_held_kueue_workload_from_her_inbox_with_a_note(
@@ -40,10 +41,10 @@ def test_rita_approves_a_held_kueue_workload_from_her_inbox_with_a_note(
     inbox.get_by_role("link", name="Review and decide").click()
     page.wait_for_url(f"{base}/queues/workloads/{held.pk}/")
     expect(page.get_by_test_id("check-message")).to_contain_text("awaiting approval by a platform-admin")
-    expect(page.get_by_test_id("ge-hours")).to_contain_text("4 GE-h")
-    assert fits(page)
+    expect(page.get_by_test_id("ge-hours")).to_contain_text("4.00 GE-h over 1.00 h")
+    fits(page)
     page.set_viewport_size({"width": 375, "height": 812})
-    assert fits(page)
+    fits(page)
     shot(page, "workload-phone")
     page.set_viewport_size({"width": 1400, "height": 900})
     # and approves without a note: she is asked for one, nothing changes
@@ -59,6 +60,9 @@ def test_rita_approves_a_held_kueue_workload_from_her_inbox_with_a_note(
     # then the page says it is approved, by whom and why, and the audit log keeps it
     expect(page.get_by_test_id("approval")).to_contain_text("Approved by rita")
     expect(page.get_by_test_id("approval-note")).to_have_text("quarter-end run")
+    expect(page.get_by_test_id("check-message")).to_have_text(
+        "approved; it passes on gpuplatform's next check (within a minute)."
+    )
     expect(page.locator("body")).to_contain_text("Approved, with your note.")
     shot(page, "approved")
     held.refresh_from_db()

@@ -91,6 +91,7 @@ def workload_check(*, tenant: Any, namespace: str, name: str = "job-train-1a2b3"
             "message": "awaiting approval by a platform-admin: 4 GE for 1 h crosses its approval threshold.",
             "approval": "awaiting",
             "ge_hours": Decimal(4),
+            "hours": Decimal(1),
         },
     )
     return found
