@@ -10,11 +10,12 @@ hold 4 H100 (1 GE each) nominal. Our side of the clock is fixed (NOW), so the GE
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
+import time_machine
 
 from gpuplatform.audit.models import AuditEvent
 from inventory.models import Workload
@@ -25,8 +26,10 @@ from quotas.kueue_check.service import check_kueue_workloads
 from quotas.models import Budget, Flavor, WorkloadCheck
 from quotas.runner.inputs import reserved_by_workloads
 from quotas.services.catalogue import create_entry, update_entry
+from quotas.services.requests import submit_request
 from quotas.tasks import apply_kueue_task
 from tests.quotas import factories as adm
+from tests.quotas.conftest import make_catalog
 from tests.quotas.test_kueue_apply import conditions, gpu_job, kueue, sim_cluster  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -290,3 +293,32 @@ def test_the_api_approves_only_from_above_refuses_bad_input_and_hides_other_tena
     assert [c["name"] for c in api(cast.bob).get("/api/v1/workload-checks/").json()["results"]] == [
         "job-train-1a2b3"
     ]
+
+
+def test_a_capacity_request_sees_the_ge_hours_a_workload_reserved(cast):
+    # given vision's hard 100 GE-h budget on h100, and a Workload of vision's that gpuplatform's check
+    # let through with 2 GE for 40 h: 2 x 40 = 80 GE-h reserved
+    with time_machine.travel(NOW, tick=False):
+        catalog = make_catalog(cast)
+        create_entry(
+            actor=cast.pat, model=Budget, tenant=cast.vision, flavor=catalog.flavor, limit_ge_hours=100
+        )
+        check = adm.workload_check(tenant=cast.vision, namespace="team-vision")
+        check.verdict, check.ge_by_flavor = "Ready", {str(catalog.flavor.pk): "2"}
+        check.reserved_at, check.reserved_until = NOW, NOW + timedelta(hours=40)
+        check.save()
+        # when alice asks 1 H100 for 30 h: 30 + 80 = 110 > 100
+        asked = submit_request(
+            actor=cast.alice, tenant="vision", flavor="h100", amount=1, duration_seconds=30 * 3600
+        ).request
+        # then it waits over budget, the Workload's 80 GE-h counted as committed
+        assert (asked.state, asked.reason_code) == ("pending", "over_budget")
+        assert asked.message.startswith(
+            "30 GE-h expected + 80 GE-h burned or committed exceeds the 100 GE-h monthly budget of 'vision'"
+        )
+        # and once the Workload's reservation is released, 1 H100 for 10 h fits: 10 <= 100
+        WorkloadCheck.objects.filter(pk=check.pk).update(released_at=NOW)
+        again = submit_request(
+            actor=cast.alice, tenant="vision", flavor="h100", amount=1, duration_seconds=10 * 3600
+        ).request
+        assert again.state == "admitted"
