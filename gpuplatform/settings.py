@@ -314,6 +314,11 @@ METERING_MINUTE = env_int("METERING_MINUTE", 5)
 SLO_EVALUATION_SECONDS = env_int("SLO_EVALUATION_SECONDS", 60)
 ROLLOUT_ADVANCE_SECONDS = 15.0
 OFFLINE_AGENTS_SECONDS = 30.0
+# gpuplatform's Kueue admission check (docs/kueue.md): the hours a Workload without
+# maximumExecutionTimeSeconds is counted for, and how long Kueue waits before a Workload held over
+# budget (Retry) is queued again.
+KUEUE_CHECK_DEFAULT_HOURS = env_int("KUEUE_CHECK_DEFAULT_HOURS", 24)
+KUEUE_CHECK_RETRY_SECONDS = env_int("KUEUE_CHECK_RETRY_SECONDS", 300)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # SLOs: settled buckets, burn-rate alerts and due webhook retries (docs/slos.md).
     "metering-evaluate-slos": {
@@ -329,6 +334,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "quotas-kueue-reconcile": {
         "task": "quotas.reconcile_kueue_clusters",
         "schedule": env_int("KUEUE_RECONCILE_SECONDS", 300),
+    },
+    # Kueue clusters: decide the Workloads waiting on gpuplatform's admission check (docs/kueue.md);
+    # the sync also queues a pass as soon as it sees one waiting.
+    "quotas-kueue-check": {
+        "task": "quotas.check_kueue_clusters",
+        "schedule": env_int("KUEUE_CHECK_SECONDS", 60),
     },
     # Rollouts: retries after backoff, blocked nodes that drained, MIG verification; silent agents.
     "policies-advance-rollouts": {

@@ -26,6 +26,12 @@ class QuotasConfig(AppConfig):
                 signal.connect(on_catalogue_changed, sender=model, dispatch_uid=f"kueue-{model.__name__}")
         enforcement_backend_changed.connect(on_enforcement_backend_changed, dispatch_uid="kueue-switch")
 
+        # gpuplatform's admission check decides Workloads the sync saw waiting on it.
+        from inventory.ports import kueue_check_pending
+        from quotas.kueue_check.triggers import on_kueue_check_pending
+
+        kueue_check_pending.connect(on_kueue_check_pending, dispatch_uid="kueue-check-pending")
+
         from gpuplatform.observability.metrics import register_collector
         from quotas.metrics import collect
 

@@ -9,6 +9,7 @@ from celery import shared_task
 from inventory.models import Cluster, EnforcementBackend
 from quotas.kueue_apply.service import apply_kueue
 from quotas.kueue_apply.triggers import queue_kueue_apply
+from quotas.kueue_check.service import check_kueue_workloads, queue_check
 from quotas.materialise import materialise_request
 from quotas.runner.loop import run_admission_loop
 
@@ -58,4 +59,26 @@ def reconcile_kueue_clusters_task() -> list[str]:
     ]
     for cluster_id in ids:
         queue_kueue_apply(cluster_id=cluster_id)
+    return ids
+
+
+@shared_task(name="quotas.check_kueue_workloads")
+def check_kueue_workloads_task(cluster_id: str) -> dict[str, Any]:
+    """Decide the Workloads waiting on gpuplatform's admission check on one cluster; safe to run
+    twice (a Workload already decided and reserved is told Ready again, never reserved twice)."""
+    return check_kueue_workloads(cluster_id=cluster_id)
+
+
+@shared_task(name="quotas.check_kueue_clusters")
+def check_kueue_clusters_task() -> list[str]:
+    """Queue the check pass of every kueue cluster: approvals given, budgets raised and Retry
+    requeues are picked up within a period."""
+    ids = [
+        str(pk)
+        for pk in Cluster.objects.filter(enforcement_backend=EnforcementBackend.KUEUE).values_list(
+            "pk", flat=True
+        )
+    ]
+    for cluster_id in ids:
+        queue_check(cluster_id=cluster_id)
     return ids

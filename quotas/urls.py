@@ -4,7 +4,7 @@ one form (views/onboarding.py: it composes tenants' services with the catalogue'
 
 from django.urls import path
 
-from quotas.views import catalogue, onboarding, queues, requests
+from quotas.views import catalogue, onboarding, queues, requests, workload_checks
 
 urlpatterns = [
     path("queues/", queues.queue, name="queues"),
@@ -15,6 +15,12 @@ urlpatterns = [
     path("queues/requests/<uuid:request_id>/cancel/", requests.cancel, name="queues-request-cancel"),
     path("queues/requests/<uuid:request_id>/release/", requests.release, name="queues-request-release"),
     path("queues/requests/<uuid:request_id>/<slug:verdict>/", requests.decide, name="queues-decide"),
+    path("queues/workloads/<uuid:check_id>/", workload_checks.workload_check, name="queues-workload"),
+    path(
+        "queues/workloads/<uuid:check_id>/<slug:verdict>/",
+        workload_checks.decide,
+        name="queues-workload-decide",
+    ),
     path("onboarding/<uuid:tenant_id>/", onboarding.team_onboard, name="team-onboard"),
     path("catalogue/", catalogue.catalogue_index, name="catalogue"),
     path("catalogue/<slug:kind>/", catalogue.catalogue_list, name="catalogue-list"),

@@ -36,6 +36,9 @@ class LockSpace(enum.IntEnum):
     # Quotas: one apply of the compiled Kueue objects per cluster, so an older apply's prune never
     # deletes what a newer one has just applied (quotas/kueue_apply/).
     KUEUE_APPLY = 50_521
+    # Quotas: one decision of gpuplatform's Kueue admission check per Workload (cluster/uid), so two
+    # passes never decide and tell the cluster twice (quotas/kueue_check/).
+    KUEUE_CHECK = 50_522
 
 
 def _require_transaction() -> bool:

@@ -10,10 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
-from inventory.domain.kueue_workloads import parse_workload, plain_reason
+from inventory.domain.kueue_workloads import (
+    BUDGET_CHECK,
+    QUOTA_RESERVED,
+    ParsedWorkload,
+    parse_workload,
+    plain_reason,
+)
 from inventory.models import KueueApplyState, Workload
+from inventory.ports import kueue_check_pending
 from inventory.sync.context import SyncContext, k8s_time
 
 FIELDS = (
@@ -58,7 +66,7 @@ def apply_workloads(ctx: SyncContext, objects: list[dict[str, Any]]) -> int:
     existing = {
         w.uid: w for w in Workload.objects.filter(cluster=ctx.cluster, uid__in=[p.uid for p in parsed])
     }
-    now, changed = timezone.now(), 0
+    now, changed, waiting = timezone.now(), 0, False
     for p in parsed:
         known_queue = (p.namespace, p.queue_name) in queues
         tenant_id = ctx.tenant_for(p.namespace) if known_queue else None
@@ -96,13 +104,25 @@ def apply_workloads(ctx: SyncContext, objects: list[dict[str, Any]]) -> int:
         if row is None:
             Workload.objects.create(cluster=ctx.cluster, uid=p.uid, updated_at=now, **values)
             changed += 1
+            waiting = waiting or _waits_on_gpuplatform(p)
         elif any(getattr(row, k) != v for k, v in values.items()):
             for k, v in values.items():
                 setattr(row, k, v)
             row.updated_at = now
             row.save(update_fields=list(FIELDS))
             changed += 1
+            waiting = waiting or _waits_on_gpuplatform(p)
+    if waiting:
+        cluster_id = str(ctx.cluster.pk)
+        transaction.on_commit(lambda: kueue_check_pending.send(sender=Workload, cluster_id=cluster_id))
     return changed
+
+
+def _waits_on_gpuplatform(p: ParsedWorkload) -> bool:
+    """Kueue reserved its quota and gpuplatform's admission check has not answered yet."""
+    return p.state == QUOTA_RESERVED and any(
+        c["name"] == BUDGET_CHECK and c["state"] == "Pending" for c in p.checks
+    )
 
 
 def vanish_workloads(ctx: SyncContext, uids: set[str]) -> int:

@@ -116,15 +116,12 @@ def _preferred(a: tuple[Decision, int, int], b: tuple[Decision, int, int]) -> bo
     return a[2] < b[2]
 
 
-def on_flavor(ix: Index, ledger: Ledger, req: PendingRequest, f: str) -> tuple[Decision, int, int]:
-    """The request decided on one of its flavors: (decision, Kueue's mode, 1 if it borrows)."""
-    t = req.tenant
-    ge = ix.ge_on(req, f)
-    expected = ge * ix.expected_hours(req)
-
-    def wait(reason: Reason, message: str, mode: int) -> tuple[Decision, int, int]:
-        return _decision(ix, req, f, ge, expected, Outcome.WAIT, reason, message), mode, 0
-
+def check_budgets(
+    ix: Index, ledger: Ledger, t: str, f: str, expected: Fraction
+) -> tuple[str | None, list[Warning]]:
+    """``expected`` GE-hours of tenant ``t`` on flavor ``f`` against every budget above it: the first
+    hard budget it would exceed (its sentence), and the soft ones it exceeds. Kueue Workloads are
+    checked by the same rule (quotas/kueue_check/)."""
     warnings: list[Warning] = []
     for key in ix.budget_keys(t, f):
         budget = ix.budgets[key]
@@ -137,8 +134,23 @@ def on_flavor(ix: Index, ledger: Ledger, req: PendingRequest, f: str) -> tuple[D
                 + (f", which covers {t!r})" if key[0] != t else ")")
             )
             if budget.hard:
-                return wait(Reason.OVER_BUDGET, text, NO_FIT)
+                return text, warnings
             warnings.append(Warning(code="soft_budget_exceeded", message=text))
+    return None, warnings
+
+
+def on_flavor(ix: Index, ledger: Ledger, req: PendingRequest, f: str) -> tuple[Decision, int, int]:
+    """The request decided on one of its flavors: (decision, Kueue's mode, 1 if it borrows)."""
+    t = req.tenant
+    ge = ix.ge_on(req, f)
+    expected = ge * ix.expected_hours(req)
+
+    def wait(reason: Reason, message: str, mode: int) -> tuple[Decision, int, int]:
+        return _decision(ix, req, f, ge, expected, Outcome.WAIT, reason, message), mode, 0
+
+    over, warnings = check_budgets(ix, ledger, t, f, expected)
+    if over is not None:
+        return wait(Reason.OVER_BUDGET, over, NO_FIT)
 
     places = [(r, a) for r, a in sorted(req.amounts.items()) if a > 0]
     quota_ok, physical_ok = fits(ix, ledger, t, f, places)

@@ -12,6 +12,7 @@ from quotas.api.catalogue import (
     QuotaViewSet,
 )
 from quotas.api.requests import CapacityRequestViewSet
+from quotas.api.workload_checks import WorkloadCheckViewSet
 
 router = ApiRouter()
 router.register("flavors", FlavorViewSet, basename="flavor")
@@ -20,5 +21,6 @@ router.register("budgets", BudgetViewSet, basename="budget")
 router.register("priority-classes", PriorityClassViewSet, basename="priority-class")
 router.register("queues", QueueViewSet, basename="queue")
 router.register("capacity-requests", CapacityRequestViewSet, basename="capacity-request")
+router.register("workload-checks", WorkloadCheckViewSet, basename="workload-check")
 
 urlpatterns = [path("", include(router.urls))]

@@ -2,11 +2,13 @@
 capacity requests decided against it."""
 
 from quotas.models.catalogue import Budget, Flavor, FlavorKind, PriorityClass, Queue, QueueingStrategy, Quota
+from quotas.models.kueue_checks import CheckVerdict, WorkloadApproval, WorkloadCheck
 from quotas.models.requests import CapacityRequest, FlavorHold, RequestState, RequestTransition
 
 __all__ = [
     "Budget",
     "CapacityRequest",
+    "CheckVerdict",
     "Flavor",
     "FlavorHold",
     "FlavorKind",
@@ -16,4 +18,6 @@ __all__ = [
     "Quota",
     "RequestState",
     "RequestTransition",
+    "WorkloadApproval",
+    "WorkloadCheck",
 ]

@@ -27,7 +27,7 @@ from inventory.selectors import cached_pool_resource_capacity
 from quotas import admission as engine
 from quotas import ports
 from quotas.admission.snapshot import hours
-from quotas.models import Budget, CapacityRequest, Flavor, FlavorHold
+from quotas.models import Budget, CapacityRequest, Flavor, FlavorHold, WorkloadCheck
 from quotas.models.requests import HOLDING, RequestState
 from quotas.runner.catalogue import catalogue_of
 from tenants.models import Tenant
@@ -321,13 +321,17 @@ def _budgets(
         now=now,
         month_end=month_end,
     )
+    # Kueue Workloads gpuplatform's admission check let through count as admitted requests do.
+    workloads = reserved_by_workloads(tenant_ids=[b.tenant_id for b in rows], now=now, month_end=month_end)
     flavor_name = {f.pk: f.name for f in flavors}
     result = []
     for b in rows:
+        reserved = workloads.get(b.tenant_id, {})
         if b.flavor_id is None:
             burned = sum(burn[b.tenant_id].values(), Fraction(0)) + outside.get(b.tenant_id, Fraction(0))
+            burned += sum(reserved.values(), Fraction(0))
         else:
-            burned = burn[b.tenant_id].get(b.flavor_id, Fraction(0))
+            burned = burn[b.tenant_id].get(b.flavor_id, Fraction(0)) + reserved.get(b.flavor_id, Fraction(0))
         result.append(
             engine.BudgetSpec(
                 tenant=slug_of[b.tenant_id],
@@ -412,3 +416,31 @@ def committed_outside(
         for tenant in _covering(paths, tenant_path):
             committed[tenant] += Fraction(Decimal(ge)) * hours(end - now)
     return committed
+
+
+def reserved_by_workloads(
+    *, tenant_ids: list[uuid.UUID], now: datetime, month_end: datetime
+) -> dict[uuid.UUID, dict[uuid.UUID, Fraction]]:
+    """GE-hours the Kueue Workloads gpuplatform's admission check reserved for still commit, per
+    budget tenant (its whole subtree) and flavor: GE x the hours left of each reservation, within the
+    month (what ran before now is metering's burn)."""
+    if not tenant_ids:
+        return {}
+    paths = dict(Tenant.objects.filter(pk__in=tenant_ids).values_list("pk", "path"))
+    within = Q(pk__in=[])
+    for path in sorted(set(paths.values())):
+        within |= Q(tenant__path__startswith=path)
+    rows = (
+        WorkloadCheck.objects.filter(within, reserved_at__isnull=False, released_at__isnull=True)
+        .filter(reserved_until__gt=now)
+        .values_list("tenant__path", "ge_by_flavor", "reserved_until")
+    )
+    reserved: dict[uuid.UUID, dict[uuid.UUID, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    for tenant_path, ge_by_flavor, until in rows:
+        left = hours(min(until or now, month_end) - now)
+        if left <= 0:
+            continue
+        for tenant in _covering(paths, tenant_path):
+            for flavor_id, ge in (ge_by_flavor or {}).items():
+                reserved[tenant][uuid.UUID(flavor_id)] += Fraction(Decimal(ge)) * left
+    return reserved

@@ -12,7 +12,7 @@ from django.utils import timezone
 from gpuplatform.ui.auth import current_user
 from inventory.models import Workload
 from quotas import selectors
-from quotas.models import Budget, CapacityRequest, Flavor, Queue, Quota
+from quotas.models import Budget, CapacityRequest, Flavor, Queue, Quota, WorkloadApproval, WorkloadCheck
 from quotas.models.requests import ApprovalState, RequestState
 from quotas.selectors import preemption_words, with_flavor_chains
 from quotas.services import approval_authority
@@ -44,6 +44,15 @@ def queue(request: HttpRequest) -> HttpResponse:
         {"request": row, "can_approve": approval_authority.may_approve(user, row, governing[row.pk])}
         for row in inbox_list
     ]
+    # Kueue Workloads gpuplatform's admission check holds for approval, decided on their own page.
+    held = (
+        WorkloadCheck.objects.visible_to(user)
+        .filter(
+            approval=WorkloadApproval.AWAITING, tenant__in=Tenant.objects.manageable_by(user).values("pk")
+        )
+        .select_related("tenant", "workload")
+        .order_by("decided_at")
+    )
     recent = visible.exclude(state=RequestState.PENDING).order_by("-updated_at")[:20]
     # Shown, empty or not, to whoever may decide something; not to members, who never can.
     can_approve = Tenant.objects.manageable_by(user).exists()
@@ -52,6 +61,7 @@ def queue(request: HttpRequest) -> HttpResponse:
     context = {
         "pending": pending_rows,
         "inbox": inbox_rows,
+        "workload_inbox": list(held),
         "recent": recent,
         "can_approve": can_approve,
         "now": timezone.now(),
@@ -59,7 +69,7 @@ def queue(request: HttpRequest) -> HttpResponse:
         # Kueue's Workloads on kueue clusters (synced by inventory), newest first.
         "workloads": Workload.objects.visible_to(user)
         .filter(present=True)
-        .select_related("cluster", "tenant")
+        .select_related("cluster", "tenant", "budget_check")
         .order_by("-created_in_cluster", "name")[:WORKLOADS_SHOWN],
     }
     return render(request, "quotas/queue.html", context)

@@ -55,6 +55,7 @@ def crowd(cast):
         inv.claim(tenant=team, namespace=f"ns-{n}")
         inv.allocation(tenant=team, namespace=f"ns-{n}")
         inv.workload(tenant=team, namespace=f"ns-{n}", name=f"job-{n}")
+        adm.workload_check(tenant=team, namespace=f"ns-{n}", name=f"job-{n}")
         # Policies on every list: the pool's sharing policy and a revision, the team's admission rule.
         pol.sharing_policy(pool)
         pol.revision(pool)

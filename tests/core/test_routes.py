@@ -57,7 +57,16 @@ API_OWNERS = {
         "inventory",
     ),
     **dict.fromkeys(
-        ("flavors", "quotas", "budgets", "priority-classes", "queues", "capacity-requests"), "quotas"
+        (
+            "flavors",
+            "quotas",
+            "budgets",
+            "priority-classes",
+            "queues",
+            "capacity-requests",
+            "workload-checks",
+        ),
+        "quotas",
     ),
     **dict.fromkeys(
         (

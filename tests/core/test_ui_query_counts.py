@@ -66,6 +66,8 @@ NOT_LISTS = {
     "queues-decide": "POST only",
     "queues-request-cancel": "POST only",
     "queues-request-release": "POST only",
+    "queues-workload": "one Kueue workload's admission check",
+    "queues-workload-decide": "POST only",
     "catalogue": "a redirect",
     "catalogue-create": "a form",
     "catalogue-edit": "a form",

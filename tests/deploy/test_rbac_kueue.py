@@ -2,25 +2,30 @@
 kueue cluster call (recorded by kubesim's request log) is exactly what the chart's ``<release>-kueue``
 and ``<release>-sync-kueue`` ClusterRoles grant (with ``-sync`` for the rest of the sync). Recorded:
 a cluster switched to kueue (its ResourceQuotas removed, the compiled objects applied, our
-AdmissionCheck marked Active), its sync (a list, then the watches), then switched back (every object
-of ours deleted)."""
+AdmissionCheck marked Active, a Workload's check answered), its sync (a list, then the watches),
+then switched back (every object of ours deleted)."""
 
 from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 from django.db import connection
+from kubernetes import client as k8s
 
 from inventory.models import NodePool
 from inventory.services import create_cluster, update_cluster
 from inventory.sync.runner import ClusterSync
 from inventory.sync.service import sync_cluster
+from kubesim.controllers import start_controllers
+from quotas.kueue_check.service import check_kueue_workloads
 from quotas.models import Flavor, PriorityClass, Queue, Quota
 from quotas.tasks import apply_kueue_task
 from tests.deploy.chart import EXAMPLES, by_kind, render, values_of
 from tests.deploy.test_rbac import _watch, granted
+from tests.quotas.test_kueue_apply import gpu_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,6 +49,17 @@ def recorded(cast, kubesim_factory):
     update_cluster(actor=cast.pat, cluster_id=cluster.pk, enforcement_backend="kueue")
     apply_kueue_task(str(cluster.pk))
     worker = log.permissions()
+    # the admission check's pass: a Job of vision's waits on gpuplatform-budget, which says Ready
+    controllers = start_controllers(sim.store, enabled={"kueue"}, background=False)
+    assert controllers.settle(timeout=20)
+    batch: Any = k8s.BatchV1Api(sim.api_client())  # plain dicts in, as a test writes them
+    batch.create_namespaced_job("team-vision", gpu_job("train", gpus=1))
+    assert controllers.settle(timeout=20)
+    sync_cluster(cluster_id=str(cluster.pk))
+    log.clear()
+    assert list(check_kueue_workloads(cluster_id=str(cluster.pk))["decided"].values()) == ["Ready"]
+    worker |= log.permissions()
+    controllers.stop()
     # the sync worker of the kueue cluster: a full sync, then its watches
     log.clear()
     cluster.refresh_from_db()
@@ -70,6 +86,7 @@ def test_the_worker_and_the_sync_are_granted_exactly_what_they_call_on_a_kueue_c
     assert recorded["worker"] == {
         *((KUEUE, kind, verb) for kind in (*kinds, "localqueues") for verb in ("list", "patch", "delete")),
         (KUEUE, "admissionchecks/status", "patch"),
+        (KUEUE, "workloads/status", "patch"),  # gpuplatform's admission check answering
         ("", "resourcequotas", "delete"),
     }
     objects = render(values_of(next(p for p in EXAMPLES if p.stem == "values-single-cluster")))

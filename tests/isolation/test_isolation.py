@@ -49,6 +49,7 @@ FOREIGN_OBJECTS = {
     "budget": lambda cast: adm.budget(tenant=cast.nlp),
     "queue": lambda cast: adm.queue(tenant=cast.nlp),
     "capacity-request": lambda cast: adm.capacity_request(tenant=cast.nlp),
+    "workload-check": lambda cast: adm.workload_check(tenant=cast.nlp, namespace="team-nlp"),
     # Metering: nlp's usage and report lines, the rate card of a flavor dedicated to nlp; billing
     # periods carry every tenant's totals and are platform objects.
     "usage": lambda cast: met.usage(tenant=cast.nlp),

@@ -37,6 +37,13 @@ def decision(verdict: str) -> Kwargs:
     return lambda cast: {"request_id": adm.capacity_request(tenant=cast.nlp).pk, "verdict": verdict}
 
 
+def workload_decision(verdict: str) -> Kwargs:
+    return lambda cast: {
+        "check_id": adm.workload_check(tenant=cast.nlp, namespace="team-nlp").pk,
+        "verdict": verdict,
+    }
+
+
 def catalogue_row(kind: str, make: Callable[[Any], Any]) -> Kwargs:
     return lambda cast: {"kind": kind, "pk": make(cast).pk}
 
@@ -73,6 +80,10 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "queues-decide": [decision(verdict) for verdict in ("approve", "reject")],
     "queues-request-cancel": [lambda cast: {"request_id": adm.capacity_request(tenant=cast.nlp).pk}],
     "queues-request-release": [lambda cast: {"request_id": adm.capacity_request(tenant=cast.nlp).pk}],
+    "queues-workload": [
+        lambda cast: {"check_id": adm.workload_check(tenant=cast.nlp, namespace="team-nlp").pk}
+    ],
+    "queues-workload-decide": [workload_decision(verdict) for verdict in ("approve", "reject")],
     "catalogue-edit": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
     "catalogue-delete": [catalogue_row(kind, make) for kind, make in CATALOGUE_FOREIGN.items()],
     # Metering's periods and report jobs carry every tenant's totals: platform objects, a 404 to tenants.

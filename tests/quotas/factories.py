@@ -6,7 +6,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from quotas.models import Budget, CapacityRequest, Flavor, PriorityClass, Queue, Quota
+from quotas.models import Budget, CapacityRequest, Flavor, PriorityClass, Queue, Quota, WorkloadCheck
+from tests.inventory import factories as inv
 
 GPU = "nvidia.com/gpu"
 
@@ -77,3 +78,20 @@ def held_request(
         admitted_at=admitted,
         ended_at=ended,
     )
+
+
+def workload_check(*, tenant: Any, namespace: str, name: str = "job-train-1a2b3") -> WorkloadCheck:
+    """gpuplatform's admission check on a Kueue Workload of ``tenant``'s, awaiting approval."""
+    found, _ = WorkloadCheck.objects.get_or_create(
+        workload=inv.workload(tenant=tenant, namespace=namespace, name=name),
+        defaults={
+            "tenant": tenant,
+            "verdict": "Pending",
+            "code": "awaiting_approval",
+            "message": "awaiting approval by a platform-admin: 4 GE for 1 h crosses its approval threshold.",
+            "approval": "awaiting",
+            "ge_hours": Decimal(4),
+            "hours": Decimal(1),
+        },
+    )
+    return found
