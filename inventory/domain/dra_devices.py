@@ -5,6 +5,7 @@ Shapes accepted (realworld/resourceslice-nvidia-gpu.yaml, deviceclass-nvidia.yam
   v1beta1:      spec.devices[] {name, basic: {attributes, capacity, consumesCounters}}
   attribute values: {string|int|bool|version: ...}; capacity values: {value: <quantity>}
   spec.sharedCounters[] {name, counters: {<name>: {value}}} (partitionable devices, KEP-4815)
+  spec.devices[].taints[] {key, value, effect, timeAdded} (KEP-5055; inventory/domain/device_taints.py)
 A pool counts only when every slice of its newest generation is seen (DESIGN §5.1).
 """
 
@@ -19,6 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from gpuplatform.quantity import QuantityError, parse_quantity
+from inventory.domain.device_taints import DeviceTaint, parse_taints
 from inventory.domain.gpu_equivalent import WHOLE_GPU_GE, counters_ge, mig_ge
 from inventory.domain.gpu_models import resolve_gpu_model, resolve_mig_profile
 from inventory.domain.issues import ParseIssue, error, shorten, warning
@@ -82,6 +84,7 @@ class DraDevice:
     ge: Fraction
     ge_basis: str
     placement: MigPlacement | None
+    taints: tuple[DeviceTaint, ...] = ()
 
     def attribute(self, name: str, *, driver: str = "") -> AttributeValue | None:
         """An attribute by short name; qualified keys ("gpu.nvidia.com/type") are tried too."""
@@ -230,7 +233,9 @@ def _device(
     model = resolve_gpu_model(product=product if isinstance(product, str) else "")
     placement = _placement(name, capacity, consumes, attributes)
     ge, basis = _device_ge(name, attributes, consumes, totals, model.key, issues)
-    return DraDevice(name, attributes, capacity, consumes, model.key, ge, basis, placement)
+    # v1beta1 keeps taints inside `basic:` too; v1beta2 and v1 beside the attributes.
+    taints = parse_taints(body.get("taints") or raw.get("taints"), issues, source=f"{source} ({name})")
+    return DraDevice(name, attributes, capacity, consumes, model.key, ge, basis, placement, taints)
 
 
 def _placement(

@@ -160,6 +160,12 @@ class ShareableUnit(models.Model):
     device_name = models.CharField(max_length=253, blank=True)
     attributes = models.JSONField(default=dict, blank=True)
     counted = models.BooleanField(default=True)
+    # DRA device taints as last read (device_taints.DeviceTaint.as_json), from the slice and from
+    # DeviceTaintRules, unknown effects included: the node page lists them.
+    taints = models.JSONField(default=list, blank=True)
+    # Why the unit is not free capacity though counted ("tainted by gpu.nvidia.com/xid=79:NoSchedule",
+    # "cordoned by HAMi (hami.io/device-cordon)"); "" when it may be handed out.
+    unavailable = models.CharField(max_length=300, blank=True)
 
     objects = PlatformOnlyQuerySet.as_manager()
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from inventory.domain.device_taints import blocking_reason
 from inventory.domain.dra_claims import parse_resource_claim
 from inventory.domain.dra_devices import DraDevice, parse_device_class, parse_resource_slice
 from inventory.domain.gpu_equivalent import STORED_GE_PLACES, ge_to_decimal
@@ -18,7 +19,7 @@ from inventory.domain.raw_fields import dig
 from inventory.models import DeviceClass, HolderKind, Node, ResourceClaim, ResourceSlice, ShareableUnit
 from inventory.sync.bulk import insert_rows
 from inventory.sync.context import SyncContext, content_hash, k8s_time
-from inventory.sync.dra_cards import recount_dra_cards
+from inventory.sync.dra_cards import mark_card_health, recount_dra_cards
 from inventory.sync.ledger import Holder, WantedRow, close_holders, open_holder_uids, reconcile_holders
 
 CLAIM_FIELDS = [
@@ -130,6 +131,7 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
     )
     if names:
         recount_dra_cards(ctx, node_names=names | replaced_nodes)
+    mark_card_health(ctx, node_names=(names | replaced_nodes) - {""})
     return changes
 
 
@@ -154,6 +156,8 @@ def _device_unit(
         device_name=device.name,
         attributes={k: v for k, v in device.attributes.items() if isinstance(v, str | int | bool)},
         counted=counted,
+        taints=[taint.as_json() for taint in device.taints],
+        unavailable=blocking_reason(device.taints)[:300],
     )
 
 
@@ -169,6 +173,7 @@ def delete_slices(ctx: SyncContext, names: set[str]) -> int:
     _recount_pools(ctx, pools)
     if nodes:
         recount_dra_cards(ctx, node_names=nodes)
+        mark_card_health(ctx, node_names=nodes)
     return deleted and len(names)
 
 
