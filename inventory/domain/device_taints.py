@@ -17,13 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from inventory.domain.issues import ParseIssue, shorten, warning
-from inventory.domain.raw_fields import as_list, as_map, as_str
+from inventory.domain.raw_fields import as_list, as_map, as_str, dig
 
 __all__ = [
     "BLOCKING_EFFECTS",
     "HEALTH_TAINT_KEYS",
     "DeviceTaint",
+    "TaintRule",
     "blocking_reason",
+    "parse_device_taint_rule",
     "parse_taints",
     "taints_from_json",
 ]
@@ -127,4 +129,58 @@ def taints_from_json(rows: Iterable[Mapping[str, Any]]) -> tuple[DeviceTaint, ..
         )
         for row in rows
         if isinstance(row, Mapping)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TaintRule:
+    """A DeviceTaintRule (resource.k8s.io v1alpha3 1.33+, v1beta2 1.36, v1 1.37): one taint for the
+    devices its selector names. Since 1.35 the selector has only driver, pool and device (its
+    deviceClassName and CEL selectors were tombstoned); all unset matches every device."""
+
+    name: str
+    has_selector: bool  # "Without a selector, no devices are matched."
+    driver: str
+    pool: str
+    device: str
+    taint: DeviceTaint | None
+    issues: tuple[ParseIssue, ...] = ()
+
+    def matches(self, *, driver: str, pool: str, device: str) -> bool:
+        return (
+            self.has_selector
+            and self.driver in ("", driver)
+            and self.pool in ("", pool)
+            and self.device in ("", device)
+        )
+
+
+def parse_device_taint_rule(*, obj: Mapping[str, Any]) -> TaintRule:
+    name = as_str(dig(obj, "metadata", "name"))
+    spec = as_map(obj.get("spec"))
+    issues: list[ParseIssue] = []
+    selector = spec.get("deviceSelector")
+    chosen = as_map(selector)
+    for gone in ("deviceClassName", "selectors"):
+        if chosen.get(gone):
+            issues.append(
+                warning(
+                    "dra.taint_rule.tombstoned_selector",
+                    f"deviceSelector.{gone} is not served since Kubernetes 1.35; ignored",
+                    source=name,
+                )
+            )
+    taints = parse_taints(
+        [spec.get("taint")] if spec.get("taint") is not None else [], issues, source=name, rule=name
+    )
+    if not taints:
+        issues.append(warning("dra.taint_rule.without_taint", "spec.taint missing", source=name))
+    return TaintRule(
+        name=name,
+        has_selector=isinstance(selector, Mapping),
+        driver=as_str(chosen.get("driver")),
+        pool=as_str(chosen.get("pool")),
+        device=as_str(chosen.get("device")),
+        taint=taints[0] if taints else None,
+        issues=tuple(issues),
     )

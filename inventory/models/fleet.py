@@ -196,3 +196,27 @@ class DeviceClass(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class DeviceTaintRule(models.Model):
+    """A DeviceTaintRule as last read: one taint for the devices its selector names (driver, pool,
+    device; all unset matches every device, no selector none). Units carry the taint with source
+    "DeviceTaintRule <name>" (inventory/sync/taint_rules.py)."""
+
+    cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="taint_rules")
+    name = models.CharField(max_length=253)
+    has_selector = models.BooleanField(default=False)
+    driver = models.CharField(max_length=253, blank=True)
+    pool_name = models.CharField(max_length=253, blank=True)
+    device_name = models.CharField(max_length=253, blank=True)
+    taint = models.JSONField(default=dict)  # device_taints.DeviceTaint.as_json()
+    content_hash = models.CharField(max_length=64, blank=True, editable=False)
+
+    objects = PlatformOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="taint_rule_per_cluster")]
+
+    def __str__(self) -> str:
+        return self.name

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from inventory.domain.device_taints import blocking_reason
+from inventory.domain.device_taints import TaintRule, blocking_reason
 from inventory.domain.dra_claims import parse_resource_claim
 from inventory.domain.dra_devices import DraDevice, parse_device_class, parse_resource_slice
 from inventory.domain.gpu_equivalent import STORED_GE_PLACES, ge_to_decimal
@@ -21,6 +21,7 @@ from inventory.sync.bulk import insert_rows
 from inventory.sync.context import SyncContext, content_hash, k8s_time
 from inventory.sync.dra_cards import mark_card_health, recount_dra_cards
 from inventory.sync.ledger import Holder, WantedRow, close_holders, open_holder_uids, reconcile_holders
+from inventory.sync.taint_rules import rule_taints, stored_rules
 
 CLAIM_FIELDS = [
     "tenant_id",
@@ -121,10 +122,11 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
     # Pools are recounted before the new devices go in, so those are inserted already counted or
     # not: flipping 77,000 freshly inserted rows with an UPDATE afterwards rewrote every one of them.
     counting = _recount_pools(ctx, pools, fresh={row.pk for row in rows})
+    rules = stored_rules(ctx) if rows else []
     insert_rows(
         ShareableUnit,
         [
-            _device_unit(ctx, row, nodes.get(row.node_name), device, counted=row.pk in counting)
+            _device_unit(ctx, row, nodes.get(row.node_name), device, counted=row.pk in counting, rules=rules)
             for row, slice_devices in zip(rows, devices, strict=True)
             for device in slice_devices
         ],
@@ -136,8 +138,19 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
 
 
 def _device_unit(
-    ctx: SyncContext, row: ResourceSlice, node_id: uuid.UUID | None, device: DraDevice, *, counted: bool
+    ctx: SyncContext,
+    row: ResourceSlice,
+    node_id: uuid.UUID | None,
+    device: DraDevice,
+    *,
+    counted: bool,
+    rules: list[TaintRule],
 ) -> ShareableUnit:
+    # The slice's own taints, then those of DeviceTaintRules naming the device (one taint once).
+    taints = list(device.taints)
+    for taint in rule_taints(rules, driver=row.driver, pool=row.pool_name, device=device.name):
+        if taint not in taints:
+            taints.append(taint)
     return ShareableUnit(
         cluster=ctx.cluster,
         node_id=node_id,
@@ -156,8 +169,8 @@ def _device_unit(
         device_name=device.name,
         attributes={k: v for k, v in device.attributes.items() if isinstance(v, str | int | bool)},
         counted=counted,
-        taints=[taint.as_json() for taint in device.taints],
-        unavailable=blocking_reason(device.taints)[:300],
+        taints=[taint.as_json() for taint in taints],
+        unavailable=blocking_reason(taints)[:300],
     )
 
 

@@ -10,6 +10,7 @@ from decimal import Decimal
 
 import pytest
 from django.test import Client
+from kubernetes import client as k8s
 
 from inventory.capacity import pool_model_capacity
 from inventory.models import Allocation, Gpu, Node, ShareableUnit
@@ -50,7 +51,9 @@ def _free_whole_gpu(cluster, pool_part: str) -> ShareableUnit:
     )
 
 
-def _set_taints(sim, slice_name: str, device: str, taints: list[dict] | None) -> None:
+def _set_taints(sim, slice_name: str, device: str, taints: list[dict] | None, *, newer: bool = False) -> None:
+    """Rewrite one device's taints; ``newer``: as a newer server would store them (an effect 1.37's
+    validation refuses, which only a later release could serve)."""
     obj = copy.deepcopy(sim.store.get("resourceslices", None, slice_name))
     for entry in obj["spec"]["devices"]:
         if entry["name"] == device:
@@ -58,6 +61,12 @@ def _set_taints(sim, slice_name: str, device: str, taints: list[dict] | None) ->
                 entry.pop("taints", None)
             else:
                 entry["taints"] = taints
+    if newer:
+        sim.store.delete("resourceslices", None, slice_name)
+        for key in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+            obj["metadata"].pop(key, None)
+        sim.store.create("resourceslices", obj, validate=False)
+        return
     sim.store.update("resourceslices", obj)
 
 
@@ -129,6 +138,7 @@ def test_an_informational_or_unknown_taint_leaves_free_capacity_and_is_flagged(
             {"key": "gpu.nvidia.com/xid", "value": "43", "effect": "None"},
             {"key": "example.com/odd", "value": "1", "effect": "Evict"},
         ],
+        newer=True,
     )
     _sync(cluster)
     after = _row(unit.node.pool_id, unit.model_key)
@@ -177,3 +187,50 @@ def test_a_hami_cordoned_gpu_is_not_free_capacity(kubesim_factory, register):
     sim.store.update("nodes", obj)
     _sync(cluster)
     assert _row(pool_id, model).free_ge == before.free_ge
+
+
+def test_a_device_taint_rule_taints_the_devices_it_names_until_it_is_deleted(kubesim_factory, register):
+    sim = kubesim_factory(scenario="dra", nodes=6, seed=2)
+    cluster = register(sim)
+    _sync(cluster)
+    unit = _free_whole_gpu(cluster, "h100-dra")
+    pool_id, model = unit.node.pool_id, unit.model_key
+    before = _row(pool_id, model)
+    api = k8s.ResourceV1Api(sim.api_client())
+    rule = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": "rma-ticket-4411"},
+        "spec": {
+            "deviceSelector": {"driver": unit.driver, "pool": unit.pool_name, "device": unit.device_name},
+            "taint": {"key": "example.com/rma", "value": "4411", "effect": "NoExecute"},
+        },
+    }
+    api.create_device_taint_rule(rule)
+    _sync(cluster)
+    after = _row(pool_id, model)
+    assert after.free_ge == before.free_ge - 1 and after.cards == before.cards
+    assert after.unavailable == ("1 GPU tainted by example.com/rma=4411:NoExecute",)
+    stored = ShareableUnit.objects.get(pk=unit.pk)
+    assert stored.taints[0]["source"] == "DeviceTaintRule rma-ticket-4411"
+    assert stored.taints[0]["time_added"]  # the server stamps timeAdded
+
+    # the slice is republished (a new generation): its devices keep the rule's taint
+    obj = copy.deepcopy(sim.store.get("resourceslices", None, unit.resource_slice.name))
+    obj["spec"]["devices"][0].setdefault("attributes", {})["note"] = {"string": "republished"}
+    sim.store.update("resourceslices", obj)
+    _sync(cluster)
+    assert _row(pool_id, model).free_ge == before.free_ge - 1
+
+    # a rule whose effect a 1.37 server does not know is refused there: nothing changes
+    bad = copy.deepcopy(rule)
+    bad["metadata"]["name"] = "bad"
+    bad["spec"]["taint"]["effect"] = "Evict"
+    with pytest.raises(k8s.ApiException) as refused:
+        api.create_device_taint_rule(bad)
+    assert refused.value.status == 422
+
+    api.delete_device_taint_rule("rma-ticket-4411")
+    _sync(cluster)
+    back = _row(pool_id, model)
+    assert (back.free_ge, back.unavailable) == (before.free_ge, ())
