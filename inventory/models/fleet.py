@@ -166,6 +166,9 @@ class ShareableUnit(models.Model):
     # Why the unit is not free capacity though counted ("tainted by gpu.nvidia.com/xid=79:NoSchedule",
     # "cordoned by HAMi (hami.io/device-cordon)"); "" when it may be handed out.
     unavailable = models.CharField(max_length=300, blank=True)
+    # A DRA device shared by several claims (allowMultipleAllocations, KEP-5075): its capacities and
+    # request policies (dra_capacity.shared_capacity_json); {} for a device one claim takes whole.
+    shared_capacity = models.JSONField(default=dict, blank=True)
 
     objects = PlatformOnlyQuerySet.as_manager()
 
