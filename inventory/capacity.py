@@ -8,7 +8,10 @@ Two sides, side by side:
                15/14) and device-plugin allocations do not say which card, so the node is the
                denominator, as in the card-hour split (inventory/domain/card_hours.py).
   advertised = the units the nodes offer, and their GE (can be above or below the cards).
-On both sides allocated + free = capacity, exactly (Decimal at the GE column's 6 places).
+On both sides allocated + unavailable + free = capacity, exactly (Decimal at the GE column's places).
+Unavailable is what no new holder can be given though the card is there: the unheld part of units
+tainted NoSchedule/NoExecute (KEP-5055) or cordoned (HAMi's hami.io/device-cordon), at most one GE a
+card however many of its units say so, and never more than what is not allocated.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from inventory.models import Allocation, Gpu, ShareableUnit
 __all__ = [
     "KindUnits",
     "ModelCapacity",
+    "UnavailableCapacity",
     "cached_pool_card_capacity",
     "pool_card_capacity",
     "pool_model_capacity",
@@ -52,6 +56,9 @@ class ModelCapacity:
     advertised_ge: Decimal
     advertised_allocated_ge: Decimal
     kinds: tuple[KindUnits, ...]
+    unavailable_ge: Decimal = ZERO  # of the cards: tainted or cordoned and not held
+    advertised_unavailable_ge: Decimal = ZERO
+    unavailable: tuple[str, ...] = ()  # why, in words: "1 GPU tainted by gpu.nvidia.com/xid=79:NoSchedule"
 
     @property
     def physical_ge(self) -> Decimal:
@@ -59,11 +66,19 @@ class ModelCapacity:
 
     @property
     def free_ge(self) -> Decimal:
-        return self.physical_ge - self.allocated_ge
+        return self.physical_ge - self.allocated_ge - self.unavailable_ge
 
     @property
     def advertised_free_ge(self) -> Decimal:
-        return self.advertised_ge - self.advertised_allocated_ge
+        return self.advertised_ge - self.advertised_allocated_ge - self.advertised_unavailable_ge
+
+
+@dataclass(frozen=True, slots=True)
+class UnavailableCapacity:
+    """Per node, GE of units that are counted but may not be handed out, and why."""
+
+    ge_by_node: dict[tuple[uuid.UUID, uuid.UUID, str], Decimal]  # (pool, node, model) -> GE, <= 1 a card
+    reasons: dict[tuple[uuid.UUID, str], tuple[str, ...]]  # (pool, model) -> reasons in words
 
 
 @dataclass(slots=True)
@@ -72,6 +87,63 @@ class _NodeModel:
     units: int = 0
     ge: Decimal = ZERO
     held: Decimal = ZERO
+    blocked: Decimal = ZERO
+
+
+def unavailable_capacity(*, pool_ids: Iterable[uuid.UUID]) -> UnavailableCapacity:
+    """What tainted and cordoned units take out of free capacity. Two queries (the blocked units,
+    then what is held of them); a fleet has few such units. Each unit's unheld GE counts once, a
+    card's units together at most one GE (a tainted whole GPU and its tainted MIG devices are one
+    card), so no taint is counted twice."""
+    ids = list(pool_ids)
+    units = list(
+        ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True)
+        .exclude(unavailable="")
+        .values_list(
+            "pk",
+            "node__pool_id",
+            "node_id",
+            "model_key",
+            "count",
+            "ge_each",
+            "device_uuid",
+            "attributes",
+            "unavailable",
+        )
+    )
+    if not units:
+        return UnavailableCapacity({}, {})
+    held = dict(
+        Allocation.objects.filter(unit_id__in=[row[0] for row in units], ended_at__isnull=True)
+        .values("unit_id")
+        .annotate(ge=Sum("ge"))
+        .order_by()
+        .values_list("unit_id", "ge")
+    )
+    per_card: dict[tuple[uuid.UUID, uuid.UUID, str, str], Decimal] = defaultdict(Decimal)
+    why: dict[tuple[uuid.UUID, str, str], list[tuple[str, bool]]] = defaultdict(list)
+    for pk, pool, node, model, count, ge_each, device_uuid, attributes, reason in units:
+        parent = (attributes or {}).get("parentUUID") if isinstance(attributes, dict) else None
+        card = str(parent or device_uuid or pk)
+        free = max(ge_each * count - (held.get(pk) or ZERO), ZERO)
+        per_card[(pool, node, model, card)] += free
+        why[(pool, model, reason)].append((card, ge_each >= 1 and not parent))
+    ge_by_node: dict[tuple[uuid.UUID, uuid.UUID, str], Decimal] = defaultdict(Decimal)
+    for (pool, node, model, _card), ge in per_card.items():
+        ge_by_node[(pool, node, model)] += min(ge, Decimal(1))
+    reasons: dict[tuple[uuid.UUID, str], list[str]] = defaultdict(list)
+    for (pool, model, reason), entries in sorted(
+        why.items(), key=lambda item: (str(item[0][0]), item[0][1:])
+    ):
+        cards = len({card for card, _ in entries})
+        if all(whole for _, whole in entries):
+            reasons[(pool, model)].append(f"{cards} GPU{'s' * (cards != 1)} {reason}")
+        else:
+            n = len(entries)
+            reasons[(pool, model)].append(
+                f"{n} device{'s' * (n != 1)} on {cards} GPU{'s' * (cards != 1)} {reason}"
+            )
+    return UnavailableCapacity(dict(ge_by_node), {key: tuple(v) for key, v in reasons.items()})
 
 
 def pool_model_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[ModelCapacity]]:
@@ -111,18 +183,33 @@ def pool_model_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, lis
     ):
         if (pool, node, model) in per_node:  # a holder of a unit the node no longer offers holds nothing
             per_node[(pool, node, model)].held += ge or ZERO
-    totals: dict[tuple[uuid.UUID, str], list[Decimal]] = defaultdict(lambda: [ZERO] * 5)  # cards, ...
+    unavailable = unavailable_capacity(pool_ids=ids)
+    for key, ge in unavailable.ge_by_node.items():
+        if key in per_node:
+            per_node[key].blocked += ge
+    totals: dict[tuple[uuid.UUID, str], list[Decimal]] = defaultdict(lambda: [ZERO] * 7)  # cards, ...
     for (pool, _node, model), entry in per_node.items():
         total = totals[(pool, model)]
+        held_cards = min(entry.held, Decimal(entry.cards))
+        held_units = min(entry.held, entry.ge)
         total[0] += entry.cards
-        total[1] += min(entry.held, Decimal(entry.cards))
+        total[1] += held_cards
         total[2] += entry.units
         total[3] += entry.ge
-        total[4] += min(entry.held, entry.ge)
+        total[4] += held_units
+        # Blocked GE never makes free negative: a held unit's GE is already in allocated.
+        total[5] += min(entry.blocked, Decimal(entry.cards) - held_cards)
+        total[6] += min(entry.blocked, entry.ge - held_units)
     result: dict[uuid.UUID, list[ModelCapacity]] = {pool: [] for pool in ids}
-    for (pool, model), (card_total, allocated, unit_total, ge, advertised_allocated) in sorted(
-        totals.items(), key=lambda item: item[0][1]
-    ):
+    for (pool, model), (
+        card_total,
+        allocated,
+        unit_total,
+        ge,
+        advertised_allocated,
+        blocked,
+        advertised_blocked,
+    ) in sorted(totals.items(), key=lambda item: item[0][1]):
         result[pool].append(
             ModelCapacity(
                 model_key=model,
@@ -136,6 +223,9 @@ def pool_model_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, lis
                     for (p, m, kind), (n, kind_ge) in sorted(kinds.items())
                     if p == pool and m == model
                 ),
+                unavailable_ge=blocked,
+                advertised_unavailable_ge=advertised_blocked,
+                unavailable=unavailable.reasons.get((pool, model), ()),
             )
         )
     return result
@@ -184,28 +274,40 @@ def pool_resource_free(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict
         cards[node] = n
     offered: dict[tuple[uuid.UUID, uuid.UUID, str], list[Decimal]] = defaultdict(lambda: [ZERO, ZERO])
     for pool, node, resource, units, ge in (
-        ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True)
+        ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True, unavailable="")
         .values("node__pool_id", "node_id", "resource_name")
         .annotate(units=Sum("count"), ge=Sum(F("ge_each") * F("count")))
         .order_by()
         .values_list("node__pool_id", "node_id", "resource_name", "units", "ge")
     ):
         offered[(pool, node, resource)] = [Decimal(units), ge]
+    blocked_ge: dict[uuid.UUID, Decimal] = defaultdict(Decimal)
+    for (_pool, node, _model), ge in unavailable_capacity(pool_ids=ids).ge_by_node.items():
+        blocked_ge[node] += ge
     held_units: dict[tuple[uuid.UUID, str], int] = defaultdict(int)
     held_ge: dict[uuid.UUID, Decimal] = defaultdict(Decimal)
-    for node, resource, count, ge in (
+    for node, ge in (
         Allocation.objects.filter(pool_id__in=ids, ended_at__isnull=True, node__present=True)
-        .values("node_id", "resource_name")
-        .annotate(n=Sum("count"), ge=Sum("ge"))
+        .values("node_id")
+        .annotate(ge=Sum("ge"))
         .order_by()
-        .values_list("node_id", "resource_name", "n", "ge")
+        .values_list("node_id", "ge")
+    ):
+        held_ge[node] += ge or ZERO
+    # Units held on tainted or cordoned units are not among those offered: not taken from them.
+    for node, resource, count in (
+        Allocation.objects.filter(pool_id__in=ids, ended_at__isnull=True, node__present=True)
+        .exclude(unit__unavailable__gt="")
+        .values("node_id", "resource_name")
+        .annotate(n=Sum("count"))
+        .order_by()
+        .values_list("node_id", "resource_name", "n")
     ):
         held_units[(node, resource)] += count or 0
-        held_ge[node] += ge or ZERO
     result: dict[uuid.UUID, dict[str, int]] = {pool: defaultdict(int) for pool in ids}
     for (pool, node, resource), (units, ge) in offered.items():
         free_units = int(units) - held_units[(node, resource)]
-        free_ge = max(Decimal(cards[node]) - held_ge[node], ZERO)
+        free_ge = max(Decimal(cards[node]) - held_ge[node] - blocked_ge[node], ZERO)
         each = ge / units if units else ZERO
         # Each GE is rounded to 6 places: 2 / 0.142857 is 14.00001, and 13.99999 must not lose a unit.
         fits = int(free_ge / each + Decimal("0.0001")) if each > 0 else free_units

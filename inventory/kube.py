@@ -134,6 +134,10 @@ def _private_file(content: str, *, suffix: str) -> str:
     return str(path)
 
 
+# Kinds an older server may not serve at all: a 404 on their list means "none", not a failure.
+OPTIONAL_KINDS = frozenset({"devicetaintrules"})
+
+
 def _list_function(api: k8s.ApiClient, kind: str) -> Callable[..., Any]:
     core, resource = k8s.CoreV1Api(api), k8s.ResourceV1Api(api)
     functions: dict[str, Callable[..., Any]] = {
@@ -141,6 +145,7 @@ def _list_function(api: k8s.ApiClient, kind: str) -> Callable[..., Any]:
         "pods": core.list_pod_for_all_namespaces,
         "deviceclasses": resource.list_device_class,
         "resourceslices": resource.list_resource_slice,
+        "devicetaintrules": resource.list_device_taint_rule,
         "resourceclaims": resource.list_resource_claim_for_all_namespaces,
         "workloads": partial(
             k8s.CustomObjectsApi(api).list_custom_object_for_all_namespaces,
@@ -181,7 +186,13 @@ def list_pages(
         try:
             response = function(_request_timeout=timeout_seconds, **kwargs)
             body = json.loads(response.data)
-        except (ApiException, HTTPError, OSError) as exc:
+        except ApiException as exc:
+            if exc.status == 404 and kind in OPTIONAL_KINDS:
+                # Not served by this server (DeviceTaintRules before 1.37): nothing to read, no watch.
+                yield ListPage(items=[], resource_version="", last=True)
+                return
+            raise _error(exc) from exc
+        except (HTTPError, OSError) as exc:
             raise _error(exc) from exc
         metadata = body.get("metadata") or {}
         token = metadata.get("continue") or None

@@ -15,11 +15,12 @@ from django.db.models import Count, F, Sum
 
 from gpuplatform.db.stamped_cache import StampedCache
 from inventory.capacity import pool_model_capacity
+from inventory.domain.device_taints import taints_from_json
 from inventory.domain.gpu_equivalent import ge_to_decimal
 from inventory.domain.gpu_models import GpuModel, resolve_gpu_model
 from inventory.fragmentation import WHOLE_GPU, GpuGeometry, PlacedInstance, analyze_pool_fragmentation
 from inventory.fragmentation.geometry import occupancy_of, placeable_starts
-from inventory.models import Allocation, Gpu, NodePool, ShareableUnit
+from inventory.models import Allocation, Gpu, Node, NodePool, ShareableUnit
 
 
 def _lay_out_counted(models: list[GpuModel], counted: list[tuple[str, int]]) -> list[list[PlacedInstance]]:
@@ -129,6 +130,7 @@ def pools_geometries(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[s
             busy[(pool_id, node, held)] += count
         else:
             whole_busy[(pool_id, node)] += count
+    _take_unavailable(ids, placed_ids, profile_of_resource, busy, busy_units, whole_busy)
     result: dict[uuid.UUID, dict[str, list[GpuGeometry]]] = {pool: {} for pool in ids}
     for (pool_id, node), node_cards in cards.items():
         result[pool_id][node] = _node_geometries(
@@ -142,6 +144,29 @@ def pools_geometries(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[s
             whole_busy=whole_busy,
         )
     return result
+
+
+def _take_unavailable(
+    ids: list[uuid.UUID],
+    placed_ids: set[uuid.UUID],
+    profile_of_resource: dict[tuple[uuid.UUID, str, str], str],
+    busy: dict[tuple[uuid.UUID, str, str], int],
+    busy_units: set[uuid.UUID],
+    whole_busy: dict[tuple[uuid.UUID, str], int],
+) -> None:
+    """Tainted and cordoned units place nothing new: the geometry sees them as taken, so neither the
+    usable nor the stranded figure counts them (the report says why beside)."""
+    for unit_id, pool_id, node, resource, count in (
+        ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True)
+        .exclude(unavailable="")
+        .values_list("id", "node__pool_id", "node__name", "resource_name", "count")
+    ):
+        if unit_id in placed_ids:
+            busy_units.add(unit_id)
+        elif (profile := profile_of_resource.get((pool_id, node, resource))) is not None:
+            busy[(pool_id, node, profile)] += count
+        else:
+            whole_busy[(pool_id, node)] += count
 
 
 @dataclass(frozen=True)
@@ -253,6 +278,8 @@ def _fragmentation_report(
             "free_ge": str(free),
             "usable_ge": str(usable),
             "stranded_ge": str(free - usable),
+            "unavailable_ge": str(row.unavailable_ge if row else Decimal(0)),
+            "unavailable": list(row.unavailable) if row else [],
         }
     return {
         "demand": wanted,
@@ -292,8 +319,9 @@ def pool_resource_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, 
         .values_list("node_id", "n")
     )
     # Summed in SQL per node (the cap is per node's cards): a large pool has tens of thousands of units.
+    # A tainted or cordoned unit (``unavailable``) is not offered: admission must not place on it.
     rows = (
-        ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True)
+        ShareableUnit.objects.filter(node__pool_id__in=ids, node__present=True, counted=True, unavailable="")
         .values("node__pool_id", "node_id", "kind", "resource_name", "ge_each")
         .annotate(units=Sum("count"), memory=Sum(F("memory_mib") * F("count")))
         .order_by()
@@ -314,3 +342,31 @@ def pool_resource_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, 
 
 
 CARD_SLACK = Decimal("0.0001")
+
+
+def node_device_taints(*, node: Node) -> dict[str, Any]:
+    """A node page's device taints and cordons: each tainted or cordoned unit with its taints, whether
+    it is free capacity, and the taints whose effect the API does not know (flagged, read as None)."""
+    rows = []
+    unknown: list[dict[str, str]] = []
+    for unit in ShareableUnit.objects.filter(node=node).exclude(taints=[], unavailable="").order_by("key"):
+        taints = taints_from_json(unit.taints or [])
+        rows.append(
+            {
+                "device": unit.device_name or unit.device_uuid or unit.key,
+                "taints": taints,
+                "unavailable": unit.unavailable,
+                "health": any(t.health and t.blocks for t in taints),
+            }
+        )
+        unknown.extend(
+            {
+                "code": "dra.taint.unknown_effect",
+                "message": f"{t.label}: effect {t.effect!r} is not None, NoSchedule or NoExecute; "
+                "read as None",
+                "source": f"{unit.device_name} {t.source or 'ResourceSlice'}".strip(),
+            }
+            for t in taints
+            if not t.known
+        )
+    return {"device_taints": rows, "taint_issues": unknown}

@@ -157,7 +157,13 @@ def node_detail(request: HttpRequest, node_id: str) -> HttpResponse:
     return render(
         request,
         "inventory/node.html",
-        {"node": node, "layout": layout, "cards": layout.cards, "loose": layout.loose},
+        {
+            "node": node,
+            "layout": layout,
+            "cards": layout.cards,
+            "loose": layout.loose,
+            **selectors.node_device_taints(node=node),
+        },
     )
 
 

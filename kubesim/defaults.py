@@ -4,6 +4,7 @@ plugins), for the kinds where clients read defaulted fields back."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from kubesim import schema
@@ -172,7 +173,30 @@ def _job(obj: dict[str, Any]) -> None:
                     _container(c)
 
 
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _taint_time(taint: Any, now: str) -> None:
+    # DeviceTaint.timeAdded: "Added automatically during create or update if not set."
+    if isinstance(taint, dict) and not taint.get("timeAdded"):
+        taint["timeAdded"] = now
+
+
+def _resourceslice(obj: dict[str, Any]) -> None:
+    now = _now()
+    for device in (obj.get("spec") or {}).get("devices") or []:
+        for taint in (device.get("taints") or []) if isinstance(device, dict) else []:
+            _taint_time(taint, now)
+
+
+def _devicetaintrule(obj: dict[str, Any]) -> None:
+    _taint_time((obj.get("spec") or {}).get("taint"), _now())
+
+
 _DEFAULTERS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "resourceslices": _resourceslice,
+    "devicetaintrules": _devicetaintrule,
     "pods": _pod,
     "namespaces": _namespace,
     "resourceclaims": _resourceclaim,

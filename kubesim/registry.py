@@ -130,6 +130,21 @@ RESOURCES: tuple[ResourceInfo, ...] = (
         has_generation=True,
         returns_deleted_object=True,
     ),
+    # KEP-5055: v1alpha3 from 1.33, v1beta2 from 1.36, v1 from 1.37 (the same shape in all three since
+    # 1.35 tombstoned the selector's deviceClassName and CEL selectors). Status carries conditions.
+    ResourceInfo(
+        "devicetaintrules",
+        "devicetaintrule",
+        "DeviceTaintRule",
+        "resource.k8s.io",
+        "v1",
+        False,
+        ("status",),
+        other_versions=("v1beta2", "v1alpha3"),
+        has_generation=True,
+        status_reset_on_create=True,
+        returns_deleted_object=True,
+    ),
     ResourceInfo(
         "resourceclaims",
         "resourceclaim",

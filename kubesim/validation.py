@@ -299,6 +299,8 @@ def _slice_rules(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[s
                     "alphanumeric characters or '-', and must start and end with an alphanumeric character",
                 )
             )
+        for t, taint in enumerate(device.get("taints") or []):
+            causes.extend(_taint_cause(taint, f"spec.devices[{i}].taints[{t}]"))
         for key, attribute in (device.get("attributes") or {}).items():
             if not isinstance(attribute, dict):
                 continue
@@ -314,6 +316,36 @@ def _slice_rules(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[s
                     )
                 )
     return causes
+
+
+_TAINT_EFFECTS = ("NoExecute", "NoSchedule", "None")
+
+
+def _taint_cause(taint: Any, path: str) -> list[dict[str, Any]]:
+    """ValidateDeviceTaint: a key, and an effect the server supports (a newer one would be
+    accepted by a newer server only, which is why readers treat unknown effects like None)."""
+    if not isinstance(taint, dict):
+        return []
+    causes = []
+    if not taint.get("key"):
+        causes.append(field_cause("FieldValueRequired", f"{path}.key", "Required value"))
+    effect = taint.get("effect")
+    if effect not in _TAINT_EFFECTS:
+        supported = ", ".join(f'"{e}"' for e in _TAINT_EFFECTS)
+        causes.append(
+            field_cause(
+                "FieldValueNotSupported" if effect else "FieldValueRequired",
+                f"{path}.effect",
+                f'Unsupported value: "{effect}": supported values: {supported}'
+                if effect
+                else "Required value",
+            )
+        )
+    return causes
+
+
+def _devicetaintrule_rules(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return _taint_cause((obj.get("spec") or {}).get("taint"), "spec.taint")
 
 
 def _pdb_rules(obj: dict[str, Any], old: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -378,6 +410,7 @@ _RULES = {
     "pods": _pod_rules,
     "resourceclaims": _claim_rules,
     "resourceslices": _slice_rules,
+    "devicetaintrules": _devicetaintrule_rules,
     "poddisruptionbudgets": _pdb_rules,
     "validatingadmissionpolicies": admission_validation.policy_rules,
     "validatingadmissionpolicybindings": admission_validation.binding_rules,

@@ -103,6 +103,7 @@ class PhysicalCapacitySerializer(StrictSerializer):
     cards = serializers.IntegerField()
     capacity_ge = _ge()
     allocated_ge = _ge()
+    unavailable_ge = _ge()  # tainted (NoSchedule/NoExecute) or cordoned, and not held
     free_ge = _ge()
 
 
@@ -112,6 +113,7 @@ class AdvertisedCapacitySerializer(StrictSerializer):
     units = serializers.IntegerField()
     capacity_ge = _ge()
     allocated_ge = _ge()
+    unavailable_ge = _ge()
     free_ge = _ge()
     kinds = KindUnitsSerializer(many=True)
 
@@ -122,6 +124,9 @@ class CapacitySerializer(StrictSerializer):
     model_key = serializers.CharField()
     physical = PhysicalCapacitySerializer()
     advertised = AdvertisedCapacitySerializer()
+    unavailable = serializers.ListField(
+        child=serializers.CharField(), help_text="Why capacity is not free: '1 GPU tainted by ...'."
+    )
 
 
 def capacity_rows(rows: list[ModelCapacity]) -> list[dict[str, Any]]:
@@ -133,15 +138,18 @@ def capacity_rows(rows: list[ModelCapacity]) -> list[dict[str, Any]]:
                     "cards": row.cards,
                     "capacity_ge": row.physical_ge,
                     "allocated_ge": row.allocated_ge,
+                    "unavailable_ge": row.unavailable_ge,
                     "free_ge": row.free_ge,
                 },
                 "advertised": {
                     "units": row.advertised_units,
                     "capacity_ge": row.advertised_ge,
                     "allocated_ge": row.advertised_allocated_ge,
+                    "unavailable_ge": row.advertised_unavailable_ge,
                     "free_ge": row.advertised_free_ge,
                     "kinds": row.kinds,
                 },
+                "unavailable": list(row.unavailable),
             }
         ).data
         for row in rows
@@ -186,6 +194,8 @@ class ModelFragmentationSerializer(StrictSerializer):
     free_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
     usable_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
     stranded_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
+    unavailable_ge = serializers.DecimalField(max_digits=14, decimal_places=6)
+    unavailable = serializers.ListField(child=serializers.CharField())
 
 
 class FragmentationSerializer(StrictSerializer):

@@ -4,15 +4,19 @@ Request shapes by version (realworld/resourceclaimtemplates-nvidia.yaml):
   v1alpha3 / v1beta1: requests[] flat {name, deviceClassName, selectors, allocationMode, count}
   v1beta2 / v1:       requests[] {name, exactly: {...}} or {name, firstAvailable: [{name, ...}]}
 Allocation results name a firstAvailable choice as "<request>/<subrequest>" (KEP-4816).
+A result on a device shared by several claims (KEP-5075) carries `shareID` and `consumedCapacity`;
+the share holds that part of the device (inventory/domain/dra_capacity.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from inventory.domain.dra_capacity import consumed_issues, parse_consumed, share_fraction
 from inventory.domain.dra_devices import DraDevice
 from inventory.domain.issues import ParseIssue, error, shorten, warning
 from inventory.domain.raw_fields import as_int, as_list, as_map, as_str, dig
@@ -27,6 +31,8 @@ __all__ = [
     "ResourceClaim",
     "claim_ge",
     "parse_resource_claim",
+    "result_ge",
+    "share_issues",
 ]
 
 DeviceKey = tuple[str, str, str]  # (driver, pool, device): how results point at ResourceSlice devices
@@ -57,6 +63,8 @@ class AllocationResult:
     pool: str
     device: str
     admin_access: bool | None
+    consumed_capacity: Mapping[str, Decimal] = field(default_factory=dict)
+    share_id: str = ""
 
     @property
     def key(self) -> DeviceKey:
@@ -237,7 +245,13 @@ def _result(raw: Mapping[str, Any], issues: list[ParseIssue], *, source: str) ->
         return None
     admin = raw.get("adminAccess")
     return AllocationResult(
-        request, driver, pool, device, admin_access=admin if isinstance(admin, bool) else None
+        request,
+        driver,
+        pool,
+        device,
+        admin_access=admin if isinstance(admin, bool) else None,
+        consumed_capacity=parse_consumed(raw.get("consumedCapacity"), issues, source=source),
+        share_id=as_str(raw.get("shareID")),
     )
 
 
@@ -284,5 +298,33 @@ def claim_ge(
         if device is None:
             unknown.append(result)
             continue
-        held[device.model_key] = held.get(device.model_key, Fraction(0)) + device.ge
+        held[device.model_key] = held.get(device.model_key, Fraction(0)) + result_ge(result, device)
     return held, tuple(unknown)
+
+
+def result_ge(result: AllocationResult, device: DraDevice) -> Fraction:
+    """GE one allocation result holds: the device's, or on a device shared by several claims the part
+    of it the result consumes. A share that reserves nothing it declares (the NVIDIA driver's
+    "unlimited" mode consumes 0 memory) has no measure of its part and counts the whole device."""
+    if not device.allow_multiple_allocations:
+        return device.ge
+    fraction = share_fraction(consumed=result.consumed_capacity, capacity=device.capacity)
+    return device.ge * fraction if fraction else device.ge
+
+
+def share_issues(*, claim: ResourceClaim, devices: Mapping[DeviceKey, DraDevice]) -> tuple[ParseIssue, ...]:
+    """Consumed capacities outside a device's request policy, above its capacity or not declared."""
+    issues: list[ParseIssue] = []
+    for result in claim.results:
+        device = devices.get(result.key)
+        if device is None or not result.consumed_capacity:
+            continue
+        issues.extend(
+            consumed_issues(
+                consumed=result.consumed_capacity,
+                capacity=device.capacity,
+                policies=device.request_policies,
+                source=f"{claim.namespace}/{claim.name} {result.request} on {result.device}",
+            )
+        )
+    return tuple(issues)

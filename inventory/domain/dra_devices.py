@@ -5,6 +5,9 @@ Shapes accepted (realworld/resourceslice-nvidia-gpu.yaml, deviceclass-nvidia.yam
   v1beta1:      spec.devices[] {name, basic: {attributes, capacity, consumesCounters}}
   attribute values: {string|int|bool|version: ...}; capacity values: {value: <quantity>}
   spec.sharedCounters[] {name, counters: {<name>: {value}}} (partitionable devices, KEP-4815)
+  spec.devices[].taints[] {key, value, effect, timeAdded} (KEP-5055; inventory/domain/device_taints.py)
+  spec.devices[].allowMultipleAllocations, capacity.<name>.requestPolicy (KEP-5075; dra_capacity.py)
+  spec.devices[].bindingConditions, bindingFailureConditions, bindsToNode (KEP-5007)
 A pool counts only when every slice of its newest generation is seen (DESIGN §5.1).
 """
 
@@ -13,12 +16,14 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 from gpuplatform.quantity import QuantityError, parse_quantity
+from inventory.domain.device_taints import DeviceTaint, parse_taints
+from inventory.domain.dra_capacity import RequestPolicy, parse_request_policies
 from inventory.domain.gpu_equivalent import WHOLE_GPU_GE, counters_ge, mig_ge
 from inventory.domain.gpu_models import resolve_gpu_model, resolve_mig_profile
 from inventory.domain.issues import ParseIssue, error, shorten, warning
@@ -82,6 +87,13 @@ class DraDevice:
     ge: Fraction
     ge_basis: str
     placement: MigPlacement | None
+    taints: tuple[DeviceTaint, ...] = ()
+    # Consumable capacity: several claims share the device, each consuming part of `capacity`.
+    allow_multiple_allocations: bool = False
+    request_policies: Mapping[str, RequestPolicy] = field(default_factory=dict)
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
+    binds_to_node: bool = False
 
     def attribute(self, name: str, *, driver: str = "") -> AttributeValue | None:
         """An attribute by short name; qualified keys ("gpu.nvidia.com/type") are tried too."""
@@ -230,7 +242,24 @@ def _device(
     model = resolve_gpu_model(product=product if isinstance(product, str) else "")
     placement = _placement(name, capacity, consumes, attributes)
     ge, basis = _device_ge(name, attributes, consumes, totals, model.key, issues)
-    return DraDevice(name, attributes, capacity, consumes, model.key, ge, basis, placement)
+    # v1beta1 keeps taints inside `basic:` too; v1beta2 and v1 beside the attributes.
+    taints = parse_taints(body.get("taints") or raw.get("taints"), issues, source=f"{source} ({name})")
+    return DraDevice(
+        name,
+        attributes,
+        capacity,
+        consumes,
+        model.key,
+        ge,
+        basis,
+        placement,
+        taints,
+        allow_multiple_allocations=body.get("allowMultipleAllocations") is True,
+        request_policies=parse_request_policies(body.get("capacity"), issues, source=f"{source} ({name})"),
+        binding_conditions=tuple(str(c) for c in as_list(body.get("bindingConditions"))),
+        binding_failure_conditions=tuple(str(c) for c in as_list(body.get("bindingFailureConditions"))),
+        binds_to_node=body.get("bindsToNode") is True,
+    )
 
 
 def _placement(
@@ -317,6 +346,38 @@ def _device_ge(
     return WHOLE_GPU_GE, GeBasis.ASSUMED_WHOLE
 
 
+def _undeclared_counters(devices: Iterable[DraDevice], shared: Iterable[CounterSet]) -> list[ParseIssue]:
+    """Counters a device consumes must be declared by a sharedCounters set of its pool: since 1.35 the
+    driver publishes them in a slice of their own, so only the whole generation can tell."""
+    totals: dict[str, set[str]] = {}
+    for counter_set in shared:
+        totals.setdefault(counter_set.name, set()).update(counter_set.counters)
+    issues = []
+    for device in devices:
+        for counter_set in device.consumes_counters:
+            declared = totals.get(counter_set.name)
+            if declared is None:
+                issues.append(
+                    error(
+                        "dra.counters.undeclared_set",
+                        f"{device.name} consumes counter set {counter_set.name!r}, "
+                        "which the pool does not declare",
+                        source=device.name,
+                    )
+                )
+                continue
+            for counter in sorted(set(counter_set.counters) - declared):
+                issues.append(
+                    error(
+                        "dra.counters.undeclared_counter",
+                        f"{device.name} consumes {counter!r} of {counter_set.name!r}, "
+                        "which declares no such counter",
+                        source=device.name,
+                    )
+                )
+    return issues
+
+
 @dataclass(frozen=True, slots=True)
 class DraPool:
     driver: str
@@ -359,6 +420,13 @@ def assemble_pools(*, slices: Iterable[ResourceSlice]) -> tuple[DraPool, ...]:
             )
         seen = len({piece.name for piece in current})
         want = max(expected)
+        if seen >= want:
+            issues.extend(
+                _undeclared_counters(
+                    (d for piece in current for d in piece.devices),
+                    (c for piece in current for c in piece.shared_counters),
+                )
+            )
         pools.append(
             DraPool(
                 driver=driver,

@@ -7,6 +7,10 @@
           (Go omitempty: "numa":0 and "index":0 are left out, so absent means 0).
 devmem already includes deviceMemoryScaling and devcore deviceCoreScaling (devcore 500 is real).
 A `kubectl describe` copy truncates long values with "..."; such a record is reported, not guessed.
+
+`hami.io/device-cordon` (HAMi's pkg/device/nvidia/device.go, DeviceCordonAnnotation): GPU UUIDs,
+comma-separated, that the scheduler's Fit() skips for new pods while running ones stay; HAMi trims
+spaces and skips empty entries, and so do we.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 from inventory.domain.issues import ParseIssue, error, shorten, warning
 
 __all__ = [
+    "HAMI_DEVICE_CORDON_KEY",
     "HAMI_HANDSHAKE_KEYS",
     "HAMI_NVIDIA_REGISTER_KEY",
     "HamiDevice",
@@ -29,12 +34,14 @@ __all__ = [
     "HamiNodeRegistration",
     "HandshakeState",
     "RegisterEncoding",
+    "parse_hami_device_cordon",
     "parse_hami_handshake",
     "parse_hami_node_register",
     "read_handshake",
 ]
 
 HAMI_NVIDIA_REGISTER_KEY = "hami.io/node-nvidia-register"
+HAMI_DEVICE_CORDON_KEY = "hami.io/device-cordon"
 # The code writes the un-suffixed key for NVIDIA; the protocol docs show the per-vendor one.
 HAMI_HANDSHAKE_KEYS = ("hami.io/node-handshake", "hami.io/node-handshake-nvidia")
 
@@ -238,3 +245,27 @@ def read_handshake(annotations: Mapping[str, str]) -> HamiHandshake | None:
         if key in annotations:
             return parse_hami_handshake(value=annotations[key])
     return None
+
+
+def parse_hami_device_cordon(
+    *, annotations: Mapping[str, Any], registered: frozenset[str] | None = None
+) -> tuple[frozenset[str], tuple[ParseIssue, ...]]:
+    """The GPU UUIDs HAMi's per-GPU cordon names, and issues: a UUID the register does not list
+    (when ``registered`` is given) cordons nothing here and is flagged."""
+    raw = annotations.get(HAMI_DEVICE_CORDON_KEY)
+    if raw is None:
+        return frozenset(), ()
+    source = f"annotation {HAMI_DEVICE_CORDON_KEY}"
+    if not isinstance(raw, str):
+        return frozenset(), (error("hami.cordon.not_text", shorten(raw), source=source),)
+    uuids = frozenset(part.strip() for part in raw.split(",") if part.strip())
+    issues: tuple[ParseIssue, ...] = ()
+    if registered is not None and (unknown := sorted(uuids - registered)):
+        issues = (
+            warning(
+                "hami.cordon.unknown_gpu",
+                f"cordons {', '.join(unknown)}, which HAMi did not register on this node",
+                source=source,
+            ),
+        )
+    return uuids, issues

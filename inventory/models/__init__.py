@@ -9,7 +9,16 @@ from inventory.models.clusters import (
     SyncState,
     sync_heartbeat_name,
 )
-from inventory.models.fleet import DeviceClass, Gpu, Node, NodePool, ResourceSlice, ShareableUnit, UnitKind
+from inventory.models.fleet import (
+    DeviceClass,
+    DeviceTaintRule,
+    Gpu,
+    Node,
+    NodePool,
+    ResourceSlice,
+    ShareableUnit,
+    UnitKind,
+)
 from inventory.models.ledger import Allocation, ChangedHours, HolderKind, ResourceClaim
 from inventory.models.workloads import Workload, WorkloadState
 
@@ -18,6 +27,7 @@ __all__ = [
     "ChangedHours",
     "Cluster",
     "DeviceClass",
+    "DeviceTaintRule",
     "EnforcementBackend",
     "Gpu",
     "HolderKind",

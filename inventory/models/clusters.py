@@ -27,6 +27,9 @@ class SyncKind(models.TextChoices):
     DEVICE_CLASSES = "deviceclasses", "DeviceClasses"
     NODES = "nodes", "Nodes"
     RESOURCE_SLICES = "resourceslices", "ResourceSlices"
+    # KEP-5055 rules that taint devices of the slices above (resource.k8s.io/v1 from 1.37; a server
+    # that does not serve them answers 404 and the kind is read as empty).
+    DEVICE_TAINT_RULES = "devicetaintrules", "DeviceTaintRules"
     RESOURCE_CLAIMS = "resourceclaims", "ResourceClaims"
     PODS = "pods", "Pods"
     # Kueue's Workloads, synced only from clusters that enforce through Kueue.

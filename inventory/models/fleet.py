@@ -170,6 +170,15 @@ class ShareableUnit(models.Model):
     device_name = models.CharField(max_length=253, blank=True)
     attributes = models.JSONField(default=dict, blank=True)
     counted = models.BooleanField(default=True)
+    # DRA device taints as last read (device_taints.DeviceTaint.as_json), from the slice and from
+    # DeviceTaintRules, unknown effects included: the node page lists them.
+    taints = models.JSONField(default=list, blank=True)
+    # Why the unit is not free capacity though counted ("tainted by gpu.nvidia.com/xid=79:NoSchedule",
+    # "cordoned by HAMi (hami.io/device-cordon)"); "" when it may be handed out.
+    unavailable = models.CharField(max_length=300, blank=True)
+    # A DRA device shared by several claims (allowMultipleAllocations, KEP-5075): its capacities and
+    # request policies (dra_capacity.shared_capacity_json); {} for a device one claim takes whole.
+    shared_capacity = models.JSONField(default=dict, blank=True)
 
     objects = PlatformOnlyQuerySet.as_manager()
 
@@ -197,6 +206,30 @@ class DeviceClass(models.Model):
     class Meta:
         ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="device_class_per_cluster")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class DeviceTaintRule(models.Model):
+    """A DeviceTaintRule as last read: one taint for the devices its selector names (driver, pool,
+    device; all unset matches every device, no selector none). Units carry the taint with source
+    "DeviceTaintRule <name>" (inventory/sync/taint_rules.py)."""
+
+    cluster = models.ForeignKey("inventory.Cluster", on_delete=models.CASCADE, related_name="taint_rules")
+    name = models.CharField(max_length=253)
+    has_selector = models.BooleanField(default=False)
+    driver = models.CharField(max_length=253, blank=True)
+    pool_name = models.CharField(max_length=253, blank=True)
+    device_name = models.CharField(max_length=253, blank=True)
+    taint = models.JSONField(default=dict)  # device_taints.DeviceTaint.as_json()
+    content_hash = models.CharField(max_length=64, blank=True, editable=False)
+
+    objects = PlatformOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="taint_rule_per_cluster")]
 
     def __str__(self) -> str:
         return self.name

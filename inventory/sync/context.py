@@ -48,6 +48,7 @@ class UnitRef:
     gpu_id: uuid.UUID | None
     memory_mib: int | None
     kind: str
+    shared_capacity: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -131,11 +132,26 @@ class SyncContext:
             "driver",
             "pool_name",
             "device_name",
+            "shared_capacity",
         )
         found = {}
-        for pk, ge, model, node_id, node_name, pool, gpu, memory, kind, driver, pool_name, device in rows:
+        for (
+            pk,
+            ge,
+            model,
+            node_id,
+            node_name,
+            pool,
+            gpu,
+            memory,
+            kind,
+            driver,
+            pool_name,
+            device,
+            shared,
+        ) in rows:
             found[(driver, pool_name, device)] = UnitRef(
-                pk, ge, model, node_id, node_name or "", pool, gpu, memory, kind
+                pk, ge, model, node_id, node_name or "", pool, gpu, memory, kind, shared or {}
             )
         self._devices = found
         return found

@@ -6,10 +6,18 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from django.utils import timezone
 
+from inventory.domain.device_taints import TaintRule, blocking_reason
+from inventory.domain.dra_capacity import (
+    consumed_issues,
+    share_fraction,
+    shared_capacity_from_json,
+    shared_capacity_json,
+)
 from inventory.domain.dra_claims import parse_resource_claim
 from inventory.domain.dra_devices import DraDevice, parse_device_class, parse_resource_slice
 from inventory.domain.gpu_equivalent import STORED_GE_PLACES, ge_to_decimal
@@ -19,9 +27,10 @@ from inventory.domain.raw_fields import dig
 from inventory.models import DeviceClass, HolderKind, Node, ResourceClaim, ResourceSlice, ShareableUnit
 from inventory.sync.bulk import insert_rows
 from inventory.sync.context import SyncContext, content_hash, k8s_time
-from inventory.sync.dra_cards import recount_dra_cards
+from inventory.sync.dra_cards import mark_card_health, recount_dra_cards
 from inventory.sync.ledger import Holder, WantedRow, close_holders, open_holder_uids, reconcile_holders
 from inventory.sync.mig_management import mark_driver_managed_mig
+from inventory.sync.taint_rules import rule_taints, stored_rules
 
 CLAIM_FIELDS = [
     "tenant_id",
@@ -123,10 +132,11 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
     # Pools are recounted before the new devices go in, so those are inserted already counted or
     # not: flipping 77,000 freshly inserted rows with an UPDATE afterwards rewrote every one of them.
     counting = _recount_pools(ctx, pools, fresh={row.pk for row in rows})
+    rules = stored_rules(ctx) if rows else []
     insert_rows(
         ShareableUnit,
         [
-            _device_unit(ctx, row, nodes.get(row.node_name), device, counted=row.pk in counting)
+            _device_unit(ctx, row, nodes.get(row.node_name), device, counted=row.pk in counting, rules=rules)
             for row, slice_devices in zip(rows, devices, strict=True)
             for device in slice_devices
         ],
@@ -134,12 +144,24 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
     if names:
         recount_dra_cards(ctx, node_names=names | replaced_nodes)
     mark_driver_managed_mig(ctx, node_names=names | replaced_nodes)
+    mark_card_health(ctx, node_names=(names | replaced_nodes) - {""})
     return changes
 
 
 def _device_unit(
-    ctx: SyncContext, row: ResourceSlice, node_id: uuid.UUID | None, device: DraDevice, *, counted: bool
+    ctx: SyncContext,
+    row: ResourceSlice,
+    node_id: uuid.UUID | None,
+    device: DraDevice,
+    *,
+    counted: bool,
+    rules: list[TaintRule],
 ) -> ShareableUnit:
+    # The slice's own taints, then those of DeviceTaintRules naming the device (one taint once).
+    taints = list(device.taints)
+    for taint in rule_taints(rules, driver=row.driver, pool=row.pool_name, device=device.name):
+        if taint not in taints:
+            taints.append(taint)
     return ShareableUnit(
         cluster=ctx.cluster,
         node_id=node_id,
@@ -158,6 +180,11 @@ def _device_unit(
         device_name=device.name,
         attributes={k: v for k, v in device.attributes.items() if isinstance(v, str | int | bool)},
         counted=counted,
+        taints=[taint.as_json() for taint in taints],
+        shared_capacity=shared_capacity_json(capacity=device.capacity, policies=device.request_policies)
+        if device.allow_multiple_allocations
+        else {},
+        unavailable=blocking_reason(taints)[:300],
     )
 
 
@@ -174,6 +201,7 @@ def delete_slices(ctx: SyncContext, names: set[str]) -> int:
     if nodes:
         recount_dra_cards(ctx, node_names=nodes)
         mark_driver_managed_mig(ctx, node_names=nodes)
+        mark_card_health(ctx, node_names=nodes)
     return deleted and len(names)
 
 
@@ -280,14 +308,28 @@ def apply_claims(
                 continue  # monitoring access does not hold the device
             ref = devices.get((result.driver, result.pool, result.device))
             if ref is None:
-                ctx.note("resourceclaims", [warning("dra.claim.unknown_device", f"{result.key}")], obj=label)
+                # Not a device of a complete pool's newest generation: the slice generation it was
+                # allocated from is gone (or not complete yet). Held at 0 GE, never counted twice.
+                ctx.note(
+                    "resourceclaims",
+                    [
+                        warning(
+                            "dra.claim.unknown_device",
+                            f"{'/'.join(result.key)}: allocated from a slice generation that is gone",
+                        )
+                    ],
+                    obj=label,
+                )
+            ge = ref.ge_each if ref else Decimal(0)
+            if ref is not None and ref.shared_capacity:
+                ge = _share_ge(ctx, ref.ge_each, ref.shared_capacity, result, label=label)
             rows.append(
                 WantedRow(
                     unit_key=f"dra/{result.driver}/{result.pool}/{result.device}",
                     # The DeviceClass stands in for the flavor until flavors exist.
                     resource_name=classes.get(result.request) or result.driver,
                     count=1,
-                    ge=ref.ge_each if ref else Decimal(0),
+                    ge=ge,
                     model_key=ref.model_key if ref else "",
                     node_name=ref.node_name if ref else node_name,
                     node_id=ref.node_id if ref else None,
@@ -322,6 +364,28 @@ def apply_claims(
     )
     changes += reconcile_holders(cluster=ctx.cluster, holders=holders, reason=reason, may_be_open=may_be_open)
     return changes, {h.uid for h in holders}
+
+
+def _share_ge(
+    ctx: SyncContext, whole: Decimal, stored: dict[str, Any], result: Any, *, label: str
+) -> Decimal:
+    """A share of a device several claims use holds what it consumes of it (DESIGN §3); consumption
+    outside the device's request policy is flagged and counted as consumed, capped at the device."""
+    capacity, policies = shared_capacity_from_json(stored)
+    ctx.note(
+        "resourceclaims",
+        consumed_issues(
+            consumed=result.consumed_capacity,
+            capacity=capacity,
+            policies=policies,
+            source=f"{result.request} on {result.device}",
+        ),
+        obj=label,
+    )
+    fraction = share_fraction(consumed=result.consumed_capacity, capacity=capacity)
+    if not fraction:
+        return whole
+    return ge_to_decimal(Fraction(whole) * fraction, places=STORED_GE_PLACES)
 
 
 def _device_classes(claim: Any) -> dict[str, str]:

@@ -5,6 +5,7 @@ they leave without one, and gives the count back when the devices go."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
@@ -13,6 +14,7 @@ from typing import Any
 from django.db.models import Q
 
 from inventory.domain.cards import CardBasis, count_dra_cards
+from inventory.domain.device_taints import taints_from_json
 from inventory.models import Gpu, Node, ShareableUnit
 from inventory.sync.context import SyncContext
 
@@ -94,3 +96,47 @@ def _store_cards(node: Node, cards: list[tuple[str, str, str]]) -> None:
         gpu.save()
     if have:
         Gpu.objects.filter(pk__in=[g.pk for g in have.values()]).delete()
+
+
+def mark_card_health(ctx: SyncContext, *, node_names: Iterable[str]) -> int:
+    """A card is unhealthy while one of its DRA devices carries a health taint that keeps claims off
+    it (the NVIDIA driver's gpu.nvidia.com/xid or gpu-lost with NoSchedule/NoExecute); healthy again
+    when the driver lifts it. The GPU health SLI reads Gpu.healthy. Returns the cards changed."""
+    names = list(node_names)
+    if not names:
+        return 0
+    sick: set[str] = set()
+    # Cards the labels counted have no UUID: the driver's device names say their index ("gpu-3",
+    # "gpu-3-mig-1g10gb-19-0").
+    sick_index: set[tuple[str, int]] = set()
+    for node_name, device_name, device_uuid, attributes, taints in (
+        ShareableUnit.objects.filter(
+            cluster=ctx.cluster, node__name__in=names, kind="dra_device", counted=True
+        )
+        .exclude(taints=[])
+        .values_list("node__name", "device_name", "device_uuid", "attributes", "taints")
+    ):
+        if any(t.health and t.blocks for t in taints_from_json(taints or [])):
+            parent = (attributes or {}).get("parentUUID")
+            sick.add(str(parent or device_uuid))
+            if index := _DEVICE_INDEX_RE.match(device_name or ""):
+                sick_index.add((node_name, int(index["index"])))
+    changed = 0
+    # Only cards that are or may become unhealthy: a cold sync must not read every card of the page.
+    candidates = Q(healthy=False) | Q(uuid__in=sick)
+    if sick_index:
+        candidates |= Q(node__name__in={n for n, _ in sick_index}, index__in={i for _, i in sick_index})
+    for gpu in (
+        Gpu.objects.filter(node__cluster=ctx.cluster, node__name__in=names)
+        .filter(candidates)
+        .select_related("node")
+    ):
+        unhealthy = gpu.uuid in sick if gpu.uuid else (gpu.node.name, gpu.index) in sick_index
+        if gpu.healthy == unhealthy:
+            gpu.healthy = not unhealthy
+            gpu.save(update_fields=["healthy"])
+            changed += 1
+    return changed
+
+
+_DEVICE_INDEX_RE = re.compile(r"^gpu-(?P<index>\d+)(?:-|$)")

@@ -7,7 +7,7 @@ from typing import Any
 
 from inventory.domain.raw_fields import dig
 from inventory.models import HolderKind, ResourceClaim, ResourceSlice, SyncKind
-from inventory.sync import dra, nodes, pods, workloads
+from inventory.sync import dra, nodes, pods, taint_rules, workloads
 from inventory.sync.context import SyncContext
 from inventory.sync.ledger import open_holder_uids
 
@@ -38,6 +38,8 @@ def apply_upserts(ctx: SyncContext, kind: str, objects: list[dict[str, Any]], *,
         return workloads.apply_workloads(ctx, objects)
     if kind == SyncKind.RESOURCE_SLICES:
         return dra.apply_slices(ctx, objects)
+    if kind == SyncKind.DEVICE_TAINT_RULES:
+        return taint_rules.apply_rules(ctx, objects)
     return dra.apply_claims(ctx, objects, reason=reason, listing=listing)[0]
 
 
@@ -55,6 +57,8 @@ def apply_deletes(ctx: SyncContext, kind: str, objects: list[dict[str, Any]]) ->
         return workloads.vanish_workloads(ctx, keys)
     if kind == SyncKind.RESOURCE_SLICES:
         return dra.delete_slices(ctx, keys)
+    if kind == SyncKind.DEVICE_TAINT_RULES:
+        return taint_rules.delete_rules(ctx, keys)
     return dra.vanish_claims(ctx, keys, reason="deleted")
 
 
@@ -73,6 +77,8 @@ def finish_list(ctx: SyncContext, kind: str, state: ListState) -> int:
     if kind == SyncKind.RESOURCE_SLICES:
         names = set(ResourceSlice.objects.filter(cluster=ctx.cluster).values_list("name", flat=True))
         return dra.delete_slices(ctx, names - state.seen)
+    if kind == SyncKind.DEVICE_TAINT_RULES:
+        return taint_rules.delete_rules(ctx, taint_rules.stored_rule_names(ctx) - state.seen)
     known = set(ResourceClaim.objects.filter(cluster=ctx.cluster, present=True).values_list("uid", flat=True))
     gone = (known | open_holder_uids(cluster=ctx.cluster, kind=HolderKind.CLAIM)) - state.seen
     return dra.vanish_claims(ctx, gone, reason="vanished")

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from inventory.domain.cards import CardBasis
 from inventory.domain.gpu_equivalent import STORED_GE_PLACES, ge_to_decimal
+from inventory.domain.hami_node import HAMI_DEVICE_CORDON_KEY, parse_hami_device_cordon
 from inventory.domain.issues import ParseIssue, error
 from inventory.domain.node_inventory import NodeGpuInventory, parse_node_object
 from inventory.domain.node_topology import parse_node_topology
@@ -58,6 +59,7 @@ class _Changed:
     device_plugin: bool
     # The labels count no cards: DRA's count (inventory/sync/dra_cards.py) stands for them.
     cards_from_dra: bool = False
+    cordoned: frozenset[str] = frozenset()  # GPU UUIDs HAMi's hami.io/device-cordon names
 
 
 NODE_FIELDS = [
@@ -99,6 +101,7 @@ UNIT_FIELDS = [
     "placement_size",
     "split_count",
     "device_uuid",
+    "unavailable",
 ]
 GPU_FIELDS = ["uuid", "product", "model_key", "memory_mib", "mig_enabled"]
 # bulk_update writes one CASE per field: a few hundred rows keep each statement well under
@@ -149,9 +152,13 @@ def _prepare_node(
     ctx: SyncContext, obj: dict[str, Any], name: str, digest: str, node: Node | None
 ) -> _Changed:
     inventory = parse_node_object(node=obj)
+    registered = frozenset(d.uuid for d in inventory.hami.devices) if inventory.hami else None
+    cordoned, cordon_issues = parse_hami_device_cordon(
+        annotations=as_map(dig(obj, "metadata", "annotations")), registered=registered
+    )
     labels = as_map(dig(obj, "metadata", "labels"))
     topology = parse_node_topology(labels=labels, topology_labels=settings.INVENTORY_TOPOLOGY_LABELS)
-    issues = inventory.issues + topology.issues
+    issues = [*inventory.issues, *cordon_issues, *topology.issues]
     ctx.note(KIND, issues, obj=name)
     status = as_map(obj.get("status"))
     conditions = {
@@ -203,7 +210,12 @@ def _prepare_node(
     # plugin off too, yet advertise nvidia.com/gpu, so the label alone cannot tell.)
     advertised = bool(inventory.allocatable or inventory.capacity)
     return _Changed(
-        row=node, new=new, inventory=inventory, device_plugin=advertised, cards_from_dra=not labels_count
+        row=node,
+        new=new,
+        inventory=inventory,
+        device_plugin=advertised,
+        cards_from_dra=not labels_count,
+        cordoned=cordoned,
     )
 
 
@@ -255,7 +267,14 @@ def _store_gpus_and_units(ctx: SyncContext, changed: list[_Changed]) -> None:
             gpu_ids[index] = gpu.pk
         gpu_deletes.extend(g.pk for i, g in have.items() if i >= count)
         units = _wanted_units(
-            ctx, node_id, name, inv, gpu_ids, hami_uuids, device_plugin=change.device_plugin
+            ctx,
+            node_id,
+            name,
+            inv,
+            gpu_ids,
+            hami_uuids,
+            device_plugin=change.device_plugin,
+            cordoned=change.cordoned,
         )
         mine = current.get(node_id, {})
         unit_deletes.extend(u.pk for k, u in mine.items() if k not in units)
@@ -286,6 +305,7 @@ def _wanted_units(
     hami_uuids: dict[int, str],
     *,
     device_plugin: bool,
+    cordoned: frozenset[str] = frozenset(),
 ) -> dict[str, ShareableUnit]:
     units: dict[str, ShareableUnit] = {}
     # On a DRA node the device plugin is off: its devices come from ResourceSlices instead.
@@ -310,7 +330,12 @@ def _wanted_units(
             device_uuid=group.gpu_uuid
             or (hami_uuids.get(group.gpu_index, "") if group.gpu_index is not None else ""),
         )
+        if units[key].device_uuid in cordoned:
+            units[key].unavailable = HAMI_CORDONED
     return units
+
+
+HAMI_CORDONED = f"cordoned by HAMi ({HAMI_DEVICE_CORDON_KEY})"
 
 
 def vanish_nodes(ctx: SyncContext, names: set[str]) -> int:

@@ -192,6 +192,8 @@ class ClusterSync:
 
     def _start_reader(self, kind: str) -> None:
         self._generation[kind] += 1
+        if kind in kube.OPTIONAL_KINDS and not self.versions.get(kind):
+            return  # the server does not serve it (its list answered 404): nothing to watch
         thread = threading.Thread(
             target=self._reader,
             args=(kind, self._generation[kind], self.versions[kind]),

@@ -27,6 +27,7 @@ WATCHED = (
     "pods",
     "resourceclaims",
     "resourceslices",
+    "devicetaintrules",
     "deviceclasses",
     "resourceclaimtemplates",
     "configmaps",

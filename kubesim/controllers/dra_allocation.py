@@ -58,6 +58,7 @@ class Slot:
     selectors: list[str]
     count: int
     mode: str
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
 
 
 def request_alternatives(request: dict[str, Any]) -> list[Slot]:
@@ -76,6 +77,29 @@ def _slot(name: str, spec: dict[str, Any]) -> Slot:
         selectors=selectors,
         count=int(spec.get("count") or 1),
         mode=spec.get("allocationMode") or "ExactCount",
+        tolerations=[t for t in spec.get("tolerations") or [] if isinstance(t, dict)],
+    )
+
+
+_BLOCKING = ("NoSchedule", "NoExecute")
+
+
+def _tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
+    """DeviceToleration matching (KEP-5055): an empty effect tolerates every effect; Exists with no key
+    tolerates every taint; Equal (the default) needs key and value equal."""
+    if toleration.get("effect") not in (None, "", taint.get("effect")):
+        return False
+    if toleration.get("operator") == "Exists":
+        return not toleration.get("key") or toleration.get("key") == taint.get("key")
+    return toleration.get("key") == taint.get("key") and (toleration.get("value") or "") == (
+        taint.get("value") or ""
+    )
+
+
+def _kept_off(taints: list[dict[str, Any]], tolerations: list[dict[str, Any]]) -> bool:
+    """A NoSchedule or NoExecute taint no toleration of the request tolerates keeps the device off."""
+    return any(
+        t.get("effect") in _BLOCKING and not any(_tolerates(tol, t) for tol in tolerations) for t in taints
     )
 
 
@@ -151,6 +175,21 @@ class Allocator:
                     }
             pools[(driver, name)] = view
         return pools
+
+    def taints(self, pool: PoolView, name: str, device: dict[str, Any]) -> list[dict[str, Any]]:
+        """The device's own taints and those of DeviceTaintRules naming it (driver, pool, device)."""
+        taints = [t for t in device.get("taints") or [] if isinstance(t, dict)]
+        for rule in self.cache.values("devicetaintrules"):
+            spec = rule.get("spec") or {}
+            selector = spec.get("deviceSelector")
+            if not isinstance(selector, dict) or not isinstance(spec.get("taint"), dict):
+                continue  # without a selector a rule matches no device
+            wanted = (selector.get("driver"), selector.get("pool"), selector.get("device"))
+            if all(
+                w in (None, "", have) for w, have in zip(wanted, (pool.driver, pool.name, name), strict=True)
+            ):
+                taints.append(spec["taint"])
+        return taints
 
     def take(self, device_id: DeviceId) -> None:
         self.allocated.add(device_id)
@@ -268,7 +307,10 @@ class Allocator:
         candidates = []
         for pool in sorted(pools, key=lambda p: (p.driver, p.name)):
             for name in self._matching(pool, slot):
-                candidates.append((pool, name, pool.devices[name]))
+                device = pool.devices[name]
+                # A device tainted NoSchedule/NoExecute is not a candidate unless the request tolerates it.
+                if not _kept_off(self.taints(pool, name, device), slot.tolerations):
+                    candidates.append((pool, name, device))
         if slot.mode == "All":
             if not candidates or any(
                 (p.driver, p.name, n) in self.allocated or (p.driver, p.name, n) in in_claim

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kubesim.scenarios import cluster_objects, dra
+from kubesim.scenarios import cluster_objects, device_health, dra
 from kubesim.scenarios.claims import (
     ClaimShape,
     generate_dra_node,
@@ -172,6 +172,8 @@ def _build(
         standalone_pending_claims(ctx, total_claims - claims, pending_shapes)
     templates = [resource_claim_template(ns, shape) for ns in tenants for shape in sorted(shapes, key=str)]
     objects += templates + ctx.objects
+    if name == "device-health":
+        device_health.apply(objects, truth, ts)
     return Scenario(name=name, seed=seed, objects=objects, truth=truth)
 
 

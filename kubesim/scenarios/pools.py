@@ -91,6 +91,9 @@ SCENARIO_POOLS: dict[str, tuple[PoolSpec, ...]] = {
     "hami": HAMI,
     "dra": DRA,
     "dra-topology": DRA_TOPOLOGY,
+    # A DRA pool with a GPU its driver tainted on a health event, beside a HAMi pool with a cordoned GPU
+    # (kubesim/scenarios/device_health.py).
+    "device-health": (DRA[0], HAMI[0]),
 }
 
 

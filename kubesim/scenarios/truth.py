@@ -94,6 +94,9 @@ class Truth:
     pods_by_phase: Counter[str] = field(default_factory=Counter)
     deleting_pods: int = 0
     allocations: list[Allocation] = field(default_factory=list)
+    # (node, device, "key=value:Effect") a health event tainted; (node, GPU UUID) HAMi cordons.
+    tainted_devices: list[tuple[str, str, str]] = field(default_factory=list)
+    cordoned_gpus: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def total_gpus(self) -> int:

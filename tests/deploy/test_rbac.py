@@ -138,12 +138,12 @@ def _watch(syncer: ClusterSync) -> None:
 
 def test_each_identity_is_granted_exactly_what_it_calls(recorded, chart):
     _, roles = chart
-    # what each is for: the sync lists and watches five kinds; the worker applies and deletes
+    # what each is for: the sync lists and watches six kinds; the worker applies and deletes
     assert recorded["sync"] == {
         (group, kind, verb)
         for group, kinds in {
             "": ("nodes", "pods"),
-            "resource.k8s.io": ("deviceclasses", "resourceslices", "resourceclaims"),
+            "resource.k8s.io": ("deviceclasses", "resourceslices", "devicetaintrules", "resourceclaims"),
         }.items()
         for kind in kinds
         for verb in ("list", "watch")

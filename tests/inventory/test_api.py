@@ -137,15 +137,18 @@ def test_tenants_see_shared_pools_and_their_dedicated_ones_with_free_capacity(ca
                 "cards": 1,
                 "capacity_ge": "1.000000",
                 "allocated_ge": "0.000000",
+                "unavailable_ge": "0.000000",
                 "free_ge": "1.000000",
             },
             "advertised": {
                 "units": 1,
                 "capacity_ge": "1.000000",
                 "allocated_ge": "0.000000",
+                "unavailable_ge": "0.000000",
                 "free_ge": "1.000000",
                 "kinds": [{"kind": "whole_gpu", "units": 1, "ge": "1.000000"}],
             },
+            "unavailable": [],
         }
     ]
     assert api(cast.charlie).get("/api/v1/node-pools/").json()["results"] == []

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from inventory.models import Allocation, SyncState
-from inventory.sync.runner import ClusterSync
+from inventory.sync.runner import KIND_ORDER, ClusterSync
 from tests.inventory import truth as t
 
 pytestmark = pytest.mark.django_db(transaction=False)
@@ -53,4 +53,4 @@ def test_a_second_full_sync_finds_no_drift(synced):
     assert again.changes == dict.fromkeys(again.changes, 0)
     cluster.refresh_from_db()
     assert cluster.last_drift == 0
-    assert SyncState.objects.filter(cluster=cluster).count() == 5
+    assert SyncState.objects.filter(cluster=cluster).count() == len(KIND_ORDER)  # Workloads only on kueue

@@ -37,6 +37,8 @@ def test_version_and_discovery(kube_api_client):
         "resourceclaims",
         "resourceclaims/status",
         "resourceclaimtemplates",
+        "devicetaintrules",
+        "devicetaintrules/status",
     }
 
 

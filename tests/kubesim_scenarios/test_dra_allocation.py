@@ -277,3 +277,52 @@ def test_kubernetes_cel_extensions_evaluate_like_the_api_server(expression: str,
         expected,
         None,
     )
+
+
+def test_tainted_devices_are_left_to_claims_that_tolerate_them(dra_cluster: Cluster) -> None:
+    """KEP-5055 as the 1.37 scheduler applies it: a NoSchedule/NoExecute device taint, from the slice
+    or from a DeviceTaintRule, keeps a device out of claims that do not tolerate it."""
+    c = dra_cluster
+    slice_obj = next(
+        rs
+        for rs in c.store.list("resourceslices")
+        if any(
+            d["name"] == "gpu-0" and "141Gi" in str(d.get("capacity"))
+            for d in rs["spec"].get("devices") or []
+        )
+    )
+    pool = slice_obj["spec"]["pool"]["name"]
+    for device in slice_obj["spec"]["devices"]:
+        if device["name"] == "gpu-0":
+            device["taints"] = [{"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}]
+    c.store.update("resourceslices", slice_obj)
+    c.store.create(
+        "devicetaintrules",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceTaintRule",
+            "metadata": {"name": "rma"},
+            "spec": {
+                "deviceSelector": {"driver": "gpu.nvidia.com", "pool": pool, "device": "gpu-1"},
+                "taint": {"key": "example.com/rma", "effect": "NoExecute"},
+            },
+        },
+    )
+    whole = sum(
+        1
+        for (p, _), d in devices_by_id(c).items()
+        if p == pool and d["attributes"]["type"]["string"] == "gpu"
+    )
+    for i in range(whole):
+        use(c, f"big-{i}", claim(f"big-{i}", "gpu.nvidia.com", selector=BIG_MEMORY))
+    c.settle()
+    taken = {r["device"] for _, r in results(c)}
+    assert len(taken) == whole - 2 and not taken & {"gpu-0", "gpu-1"}
+
+    tolerant = claim("tolerant", "gpu.nvidia.com", selector=BIG_MEMORY)
+    tolerant["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] = [
+        {"key": "gpu.nvidia.com/xid", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    use(c, "tolerant", tolerant)
+    c.settle()
+    assert {r["device"] for name, r in results(c) if name == "tolerant"} == {"gpu-0"}
