@@ -248,13 +248,7 @@ def periods(request: HttpRequest) -> HttpResponse:
     cost per period, from the report lines it may see."""
     user = current_user(request)
     if not user.sees_all_tenants:
-        costs = (
-            ReportLine.objects.visible_to(user)
-            .values("period__label", "currency")
-            .annotate(amount=Sum("amount"), card_hours=Sum("card_hours"))
-            .order_by("-period__label", "currency")
-        )
-        return render(request, "metering/my_costs.html", {"costs": costs})
+        return render(request, "metering/my_costs.html", {"costs": _my_costs(user)})
     rows = BillingPeriod.objects.visible_to(user).order_by("-starts_at")
     state = request.GET.get("state", "")
     if state:
@@ -267,6 +261,34 @@ def periods(request: HttpRequest) -> HttpResponse:
         "query": f"state={state}" if state else "",
     }
     return render(request, "metering/periods.html", context)
+
+
+def _my_costs(user: Any) -> list[dict[str, Any]]:
+    """Per period and currency, the total of the lines ``user`` sees and, where they are of more than
+    one tenant (a department's people see its teams'), a row per tenant: one grouped query."""
+    grouped: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in (
+        ReportLine.objects.visible_to(user)
+        .values("period__label", "currency", "tenant_slug", "tenant_path")
+        .annotate(amount=Sum("amount"), card_hours=Sum("card_hours"))
+        .order_by("-period__label", "currency", "tenant_path")
+    ):
+        key = (r["period__label"], r["currency"])
+        row = grouped.setdefault(
+            key,
+            {
+                "period__label": key[0],
+                "currency": key[1],
+                "amount": None,
+                "card_hours": Decimal(0),
+                "tenants": [],
+            },
+        )
+        if r["amount"] is not None:
+            row["amount"] = (row["amount"] or Decimal(0)) + r["amount"]
+        row["card_hours"] += r["card_hours"]
+        row["tenants"].append(r)
+    return list(grouped.values())
 
 
 def _period_for(request: HttpRequest, period_id: str) -> BillingPeriod:

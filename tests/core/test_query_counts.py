@@ -92,6 +92,7 @@ def seed_metering(team, n: int) -> None:
         kind="charge",
         tenant=team,
         tenant_slug=team.slug,
+        tenant_path=team.path,
         ge_hours=Decimal(1),
         card_hours=Decimal(1),
         amount=Decimal("2.50"),

@@ -68,6 +68,7 @@ def report_line(*, tenant: Any) -> ReportLine:
             "kind": "charge",
             "tenant": tenant,
             "tenant_slug": tenant.slug,
+            "tenant_path": tenant.path,  # as built: who sees a line goes by its path
             "ge_hours": Decimal(1),
             "card_hours": Decimal(1),
             "amount": Decimal("2.50"),

@@ -270,7 +270,8 @@ def test_postgresqls_copy_writes_the_bytes_the_python_formatter_writes(closed, c
         ReportLine.objects.create(
             period=april, line_no=n, kind=kind, tenant=cast.vision if kind != "idle" else None,
             currency=currency, unit_price=D("2.5"), ge_hours=D("1.5"), card_hours=D("0"),
-            amount_exact=amount, amount=amount, rate_card_ref="", **({"basis": "allocation"} | extra),
+            amount_exact=amount, amount=amount, rate_card_ref="",
+            **({"basis": "allocation", "tenant_path": cast.vision.path} | extra),
         )  # fmt: skip
     for lines in (ReportLine.objects.all(), scoped(ReportLine.objects.all(), cast.alice)):
         python = b"".join(focus_chunks(export_lines(lines)))
