@@ -71,6 +71,15 @@ class ReportLineQuerySet(TenantUsageQuerySet[_M]):
         return self.filter(_path_holds_any("tenant_path", ids), tenant__isnull=False)
 
 
+class CostScopeQuerySet(models.QuerySet[Any]):
+    """Tenants whose costs ``user`` may see: its tenants and everything below them (any role), as
+    the tree is now (the month under way is built with today's tree)."""
+
+    def visible_to(self, user: User) -> CostScopeQuerySet:
+        ids = member_tenant_ids(user)
+        return self if ids is None else self.filter(_path_holds_any("path", ids))
+
+
 class RateCardQuerySet(models.QuerySet[Any]):
     def visible_to(self, user: User) -> RateCardQuerySet:
         if not user.is_authenticated or not user.is_active:

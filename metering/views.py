@@ -22,7 +22,14 @@ from gpuplatform.errors import DomainError
 from gpuplatform.input_warnings import InputWarning, confirmed
 from gpuplatform.ui.auth import current_user
 from metering.api.usage_buckets import bucketed
-from metering.forms import CloseForm, RateCardEditForm, RateCardEndForm, RateCardForm, ReportJobForm
+from metering.forms import (
+    CloseForm,
+    ExchangeRateForm,
+    RateCardEditForm,
+    RateCardEndForm,
+    RateCardForm,
+    ReportJobForm,
+)
 from metering.models import (
     BillingPeriod,
     ExportFormat,
@@ -35,6 +42,7 @@ from metering.models import (
     UsageHour,
 )
 from metering.report_tasks import build_report_task
+from metering.services import currency as currency_services
 from metering.services import periods as period_services
 from metering.services import rates as rate_services
 from metering.services import report_jobs as job_services
@@ -313,12 +321,46 @@ def period_detail(request: HttpRequest, period_id: str) -> HttpResponse:
         "query": f"kind={kind}" if kind else "",
         "jobs": jobs,
         "close_form": CloseForm(),
+        "rates": period.rates.select_related("set_by").order_by("currency"),
+        "base_currency": currency_services.base_currency(period=period),
+        "rate_form": ExchangeRateForm(),
         "job_form": ReportJobForm(),
         "over": over,
         # What closing now would freeze unpriced: worked out live for a month that can be closed.
         "unpriced": _unpriced_text(period) if over and period.state != "closed" else "",
     }
     return render(request, "metering/period.html", context)
+
+
+@login_required
+@require_POST
+def period_exchange_rate(request: HttpRequest, period_id: str) -> HttpResponse:
+    """Finance sets a currency's exchange rate for the period; a refusal is shown on the period's
+    page and changes nothing."""
+    user = current_user(request)
+    period = _period_for(request, period_id)
+    form = ExchangeRateForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            found = currency_services.set_exchange_rate(
+                actor=user,
+                period_id=period.pk,
+                currency=data["currency"],
+                rate=data["rate"],
+                source=data["source"],
+                as_of=data["as_of"],
+            )
+        except DomainError as error:
+            messages.error(request, error.message)
+        else:
+            messages.success(request, f"{period.label}: {found} ({found.source}, {found.as_of}).")
+    else:
+        problems = "; ".join(
+            f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items()
+        )
+        messages.error(request, f"Exchange rate not set: {problems}")
+    return redirect("metering-period", period_id=period.pk)
 
 
 def _unpriced_text(period: BillingPeriod) -> str:

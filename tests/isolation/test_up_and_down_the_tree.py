@@ -111,6 +111,8 @@ def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str,
         "statement": lambda cast: met.statement(tenant=tenant),
         "credit": lambda cast: met.credit(tenant=tenant),
         "cost-model": lambda cast: met.cost_model(),  # a platform object
+        "cost": lambda cast: tenant,
+        "exchange-rate": lambda cast: met.exchange_rate(),  # a platform object
         "reports/export": lambda cast: met.exported_tenant(tenant=tenant),
         "sharing-policy": lambda cast: pol.sharing_policy(inv.pool(f"only-{tenant.slug}", tenant=tenant)),
         "policy-revision": lambda cast: pol.revision(inv.pool(f"only-{tenant.slug}", tenant=tenant)),
@@ -125,7 +127,7 @@ def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str,
 
 # Costs roll up the tree (issue 32): every person of a tenant, a plain member too, sees the usage and
 # report lines of the tenants below it (metering/scoping.py); the sweep checks them everywhere else.
-COST_ROUTES = ("usage", "report", "reports/export")
+COST_ROUTES = ("usage", "report", "reports/export", "cost")
 
 
 def sweep(

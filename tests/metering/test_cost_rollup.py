@@ -33,6 +33,10 @@ APRIL_HOUR = datetime(2025, 4, 10, 10, tzinfo=UTC)
 
 @pytest.fixture
 def march(cast):
+    return build_closed_march(cast)
+
+
+def build_closed_march(cast):
     for name, tenant in (("rhea", cast.research), ("gil", cast.globex)):
         make_user(name)
         add_membership(actor=cast.pat, tenant_id=tenant.pk, username=name, role="viewer")
