@@ -4,6 +4,7 @@ exchange rate for the second (a month's totals then still add up in one currency
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from datetime import date, datetime
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
@@ -15,6 +16,7 @@ from django.utils import timezone
 from gpuplatform.audit.services import record_event
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from metering.chargeback.currencies import is_iso_4217
+from metering.chargeback.money import round_money
 from metering.models import BillingPeriod, Credit, ExchangeRate, PeriodState, RateCard
 
 
@@ -114,6 +116,20 @@ def converted_cards(*, cards: list[RateCard], period: BillingPeriod) -> list[Rat
             card.currency = base
         priced.append(card)
     return priced
+
+
+def amount_converter(*, period: BillingPeriod) -> Callable[[Decimal, str], tuple[Decimal, str]]:
+    """(amount, currency) -> the same in the period's currency where finance set a rate for it,
+    converted and rounded once, half-even, to the minor unit; otherwise unchanged (credits)."""
+    rates = dict(ExchangeRate.objects.filter(period=period).values_list("currency", "rate"))
+    base = base_currency(period=period) if rates else ""
+
+    def convert(amount: Decimal, currency: str) -> tuple[Decimal, str]:
+        if base and currency != base and currency in rates:
+            return round_money(amount * rates[currency], base), base
+        return amount, currency
+
+    return convert
 
 
 def _valid_rate(rate: Any) -> Decimal:

@@ -19,6 +19,7 @@ from django.utils import timezone
 from metering.chargeback.forecast import Committed, CostForecast, Spent, forecast
 from metering.models import BillingPeriod, Credit, PeriodState
 from metering.services.burn import ledger_metered_until
+from metering.services.currency import amount_converter
 from metering.services.periods import month_of
 from metering.services.pricing import load_cards, price_segments
 from metering.services.reports import compute_period_chargeback, idle_mode_of
@@ -48,10 +49,10 @@ def _spent(*, tenant: Tenant, period: BillingPeriod | None) -> list[Spent]:
         if line.tenant and line.amount is not None and line.tenant_path.startswith(tenant.path)
     ]
     credits = Credit.objects.filter(period=period, tenant__path__startswith=tenant.path)
-    spent += [
-        Spent(path, currency, amount)
-        for path, currency, amount in credits.values_list("tenant__path", "currency", "amount")
-    ]
+    convert = amount_converter(period=period)  # as the report will book them
+    for path, currency, amount in credits.values_list("tenant__path", "currency", "amount"):
+        booked, booked_currency = convert(amount, currency)
+        spent.append(Spent(path, booked_currency, booked))
     return spent
 
 

@@ -18,7 +18,6 @@ from django.utils import timezone
 
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
 from inventory.models import Cluster
-from metering.chargeback.money import round_money
 from metering.chargeback.report import (
     IDLE_CENTRAL,
     IDLE_MODES,
@@ -33,14 +32,13 @@ from metering.models import (
     BillingPeriod,
     CapacityHour,
     Credit,
-    ExchangeRate,
     Meter,
     PeriodState,
     ReportLine,
     UsageHour,
 )
 from metering.models.periods import IDLE_METER
-from metering.services.currency import base_currency, converted_cards
+from metering.services.currency import amount_converter, converted_cards
 from metering.services.pricing import load_cards, price_segments
 from tenants.models import Tenant
 
@@ -376,15 +374,7 @@ def _credit_lines(*, period: BillingPeriod, first: int) -> list[ReportLine]:
     """Finance's manual credits and charges booked in ``period``, as ``credit`` lines after the
     chargeback's (already in the currency's minor unit: nothing to round)."""
     credits = Credit.objects.filter(period=period).select_related("tenant").order_by("created_at", "pk")
-    rates = dict(ExchangeRate.objects.filter(period=period).values_list("currency", "rate"))
-    base = base_currency(period=period) if rates else ""
-
-    def in_period_currency(amount: Decimal, currency: str) -> tuple[Decimal, str]:
-        # A credit in a currency with an exchange rate: converted, rounded once (half-even).
-        if base and currency != base and currency in rates:
-            return round_money(amount * rates[currency], base), base
-        return amount, currency
-
+    in_period_currency = amount_converter(period=period)  # a credit in a currency with a rate
     return [
         ReportLine(
             period=period,

@@ -9,6 +9,7 @@ places: exact). T4 pool: 12 cards, nlp holds 10 card-hours, 2 idle:
     nlp   10 x 0.5417 = 5.417  -> 5.42 USD
     idle   2 x 0.5417 = 1.0834 -> 1.08 USD
     pool  12 x 0.5417 = 6.5004 -> 6.50 USD = 5.42 + 1.08 (no residue)
+A credit of -1.00 EUR to nlp: -1.0834 -> -1.08 USD.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 
 from gpuplatform.audit.models import AuditEvent
 from metering.models import ExchangeRate, RateCard, ReportLine
+from metering.services.credits import book_credit
 from metering.services.reports import build_period_report
 from tests.metering import rows
 from tests.metering.factories import HOUR
@@ -65,6 +67,10 @@ def test_a_card_in_another_currency_is_priced_at_finances_rate(march, cast, api)
     event = AuditEvent.objects.get(action="exchange_rate.set")
     assert event.after["source"] == "ECB reference rate" and event.after["as_of"] == "2025-02-28"
     assert eur_card(api, cast.fiona).status_code == 201
+    # a credit in EUR too: -1.00 EUR x 1.0834 = -1.0834 -> -1.08 USD on the statement
+    book_credit(
+        actor=cast.fiona, tenant_id=cast.nlp.pk, amount=D("-1.00"), currency="EUR", reason="outage", now=HOUR
+    )
     period = build_period_report(period_id=march[0].period.pk, at=HOUR)
     lines = {
         (line.kind, line.tenant_slug, line.pool_name.rsplit("/", 1)[-1]):
@@ -76,6 +82,7 @@ def test_a_card_in_another_currency_is_priced_at_finances_rate(march, cast, api)
         ("idle", "", "h100"): ("USD", D("2.50"), D("0.00")),  # both cards held
         ("charge", "nlp", "t4"): ("USD", D("0.5417"), D("5.42")),
         ("idle", "", "t4"): ("USD", D("0.5417"), D("1.08")),
+        ("credit", "nlp", ""): ("USD", None, D("-1.08")),
     }
     t4 = next(r for r in period.summary["reconciliation"] if r["pool"].endswith("/t4"))
     assert (t4["currency"], D(t4["physical"]), D(t4["lines_total"]), D(t4["residue"])) == (
