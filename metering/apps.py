@@ -37,6 +37,7 @@ class MeteringConfig(AppConfig):
                 ("holding", tenant.HOLDING_TEMPLATE, tenant.holding_context),
                 ("waits", tenant.WAITS_TEMPLATE, tenant.waits_context),
                 ("budgets", tenant.BUDGETS_TEMPLATE, tenant.budgets_context),
+                ("costs", tenant.COSTS_TEMPLATE, tenant.costs_context),
             )
         ):
             register_panel(

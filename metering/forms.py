@@ -72,6 +72,17 @@ class CreditForm(forms.Form):
     )
 
 
+class ExchangeRateForm(forms.Form):
+    currency = forms.CharField(
+        min_length=3, max_length=3, help_text="ISO 4217, in capitals: the cards' other currency."
+    )
+    rate = forms.DecimalField(
+        max_digits=18, decimal_places=8, help_text="What one unit of it is worth in the period's currency."
+    )
+    source = forms.CharField(max_length=200, help_text="Where the rate comes from, e.g. ECB reference rate.")
+    as_of = forms.DateField(label="Rate date", help_text="The rate's date at its source (YYYY-MM-DD).")
+
+
 class CostModelForm(forms.Form):
     INPUTS = (
         "purchase_price_per_card", "amortisation_months", "watts_under_load", "price_per_kwh", "pue",

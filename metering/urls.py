@@ -20,6 +20,11 @@ urlpatterns = [
         name="metering-period-start-closing",
     ),
     path("metering/periods/<uuid:period_id>/reports/", views.job_create, name="metering-job-create"),
+    path(
+        "metering/periods/<uuid:period_id>/exchange-rate/",
+        views.period_exchange_rate,
+        name="metering-period-exchange-rate",
+    ),
     path("metering/jobs/<uuid:job_id>/", views.job_progress, name="metering-job-progress"),
     path("metering/jobs/<uuid:job_id>/<str:fmt>/", views.job_download, name="metering-job-download"),
     path("metering/statements/", statement_views.statements, name="metering-statements"),

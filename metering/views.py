@@ -22,7 +22,14 @@ from gpuplatform.errors import DomainError
 from gpuplatform.input_warnings import InputWarning, confirmed
 from gpuplatform.ui.auth import current_user
 from metering.api.usage_buckets import bucketed
-from metering.forms import CloseForm, RateCardEditForm, RateCardEndForm, RateCardForm, ReportJobForm
+from metering.forms import (
+    CloseForm,
+    ExchangeRateForm,
+    RateCardEditForm,
+    RateCardEndForm,
+    RateCardForm,
+    ReportJobForm,
+)
 from metering.models import (
     BillingPeriod,
     ExportFormat,
@@ -35,6 +42,7 @@ from metering.models import (
     UsageHour,
 )
 from metering.report_tasks import build_report_task
+from metering.services import currency as currency_services
 from metering.services import periods as period_services
 from metering.services import rates as rate_services
 from metering.services import report_jobs as job_services
@@ -248,13 +256,7 @@ def periods(request: HttpRequest) -> HttpResponse:
     cost per period, from the report lines it may see."""
     user = current_user(request)
     if not user.sees_all_tenants:
-        costs = (
-            ReportLine.objects.visible_to(user)
-            .values("period__label", "currency")
-            .annotate(amount=Sum("amount"), card_hours=Sum("card_hours"))
-            .order_by("-period__label", "currency")
-        )
-        return render(request, "metering/my_costs.html", {"costs": costs})
+        return render(request, "metering/my_costs.html", {"costs": _my_costs(user)})
     rows = BillingPeriod.objects.visible_to(user).order_by("-starts_at")
     state = request.GET.get("state", "")
     if state:
@@ -267,6 +269,34 @@ def periods(request: HttpRequest) -> HttpResponse:
         "query": f"state={state}" if state else "",
     }
     return render(request, "metering/periods.html", context)
+
+
+def _my_costs(user: Any) -> list[dict[str, Any]]:
+    """Per period and currency, the total of the lines ``user`` sees and, where they are of more than
+    one tenant (a department's people see its teams'), a row per tenant: one grouped query."""
+    grouped: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in (
+        ReportLine.objects.visible_to(user)
+        .values("period__label", "currency", "tenant_slug", "tenant_path")
+        .annotate(amount=Sum("amount"), card_hours=Sum("card_hours"))
+        .order_by("-period__label", "currency", "tenant_path")
+    ):
+        key = (r["period__label"], r["currency"])
+        row = grouped.setdefault(
+            key,
+            {
+                "period__label": key[0],
+                "currency": key[1],
+                "amount": None,
+                "card_hours": Decimal(0),
+                "tenants": [],
+            },
+        )
+        if r["amount"] is not None:
+            row["amount"] = (row["amount"] or Decimal(0)) + r["amount"]
+        row["card_hours"] += r["card_hours"]
+        row["tenants"].append(r)
+    return list(grouped.values())
 
 
 def _period_for(request: HttpRequest, period_id: str) -> BillingPeriod:
@@ -291,12 +321,46 @@ def period_detail(request: HttpRequest, period_id: str) -> HttpResponse:
         "query": f"kind={kind}" if kind else "",
         "jobs": jobs,
         "close_form": CloseForm(),
+        "rates": period.rates.select_related("set_by").order_by("currency"),
+        "base_currency": currency_services.base_currency(period=period),
+        "rate_form": ExchangeRateForm(),
         "job_form": ReportJobForm(),
         "over": over,
         # What closing now would freeze unpriced: worked out live for a month that can be closed.
         "unpriced": _unpriced_text(period) if over and period.state != "closed" else "",
     }
     return render(request, "metering/period.html", context)
+
+
+@login_required
+@require_POST
+def period_exchange_rate(request: HttpRequest, period_id: str) -> HttpResponse:
+    """Finance sets a currency's exchange rate for the period; a refusal is shown on the period's
+    page and changes nothing."""
+    user = current_user(request)
+    period = _period_for(request, period_id)
+    form = ExchangeRateForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            found = currency_services.set_exchange_rate(
+                actor=user,
+                period_id=period.pk,
+                currency=data["currency"],
+                rate=data["rate"],
+                source=data["source"],
+                as_of=data["as_of"],
+            )
+        except DomainError as error:
+            messages.error(request, error.message)
+        else:
+            messages.success(request, f"{period.label}: {found} ({found.source}, {found.as_of}).")
+    else:
+        problems = "; ".join(
+            f"{name}: {' '.join(str(e) for e in errors)}" for name, errors in form.errors.items()
+        )
+        messages.error(request, f"Exchange rate not set: {problems}")
+    return redirect("metering-period", period_id=period.pk)
 
 
 def _unpriced_text(period: BillingPeriod) -> str:

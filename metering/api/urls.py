@@ -6,9 +6,10 @@ from django.urls import include, path
 
 from gpuplatform.api.urls import ApiRouter
 from metering.api.cost_models import CostModelViewSet
+from metering.api.costs import CostViewSet
 from metering.api.exports import ReportExportView, ReportJobViewSet
 from metering.api.sources import MetricsSourceViewSet
-from metering.api.statements import CreditViewSet, StatementViewSet
+from metering.api.statements import CreditViewSet, ExchangeRateViewSet, StatementViewSet
 from metering.api.views import BillingPeriodViewSet, RateCardViewSet, ReportLineViewSet, UsageViewSet
 from metering.slos.api import AlertDeliveryViewSet, AlertReceiverViewSet, SloAlertViewSet, SloViewSet
 
@@ -21,7 +22,9 @@ router.register("report-jobs", ReportJobViewSet, basename="report-job")
 router.register("metrics-sources", MetricsSourceViewSet, basename="metrics-source")
 router.register("statements", StatementViewSet, basename="statement")
 router.register("credits", CreditViewSet, basename="credit")
+router.register("exchange-rates", ExchangeRateViewSet, basename="exchange-rate")
 router.register("cost-models", CostModelViewSet, basename="cost-model")
+router.register("costs", CostViewSet, basename="cost")
 router.register("slos", SloViewSet, basename="slo")
 router.register("slo-alerts", SloAlertViewSet, basename="slo-alert")
 router.register("alert-receivers", AlertReceiverViewSet, basename="alert-receiver")

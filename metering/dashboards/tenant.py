@@ -3,7 +3,9 @@
 - holding: per flavor, the nominal quota beside what the tenant held, borrowed and used, hour by hour
   over the last 48 hours (quota and holds from quotas' rows, use from the usage ledger);
 - waits: median and P95 queue wait of the tenant's admitted requests, per day over 14 days;
-- budgets: GE-hours burned this month beside each budget, and the month-end forecast (run rate).
+- budgets: GE-hours burned this month beside each budget, and the month-end forecast (run rate);
+- costs: month-to-date cost and month-end forecast of the tenant's subtree and of each child
+  (metering/services/month_to_date.py), for people who may see the tenant's costs.
 
 Every read goes through the scoping door and costs the same queries whatever the rows.
 """
@@ -20,9 +22,12 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from gpuplatform.accounts.models import User
+from metering.chargeback.forecast import FORMULA
 from metering.dashboards import series
 from metering.models import Meter, UsageHour
+from metering.scoping import CostScopeQuerySet
 from metering.services.burn import burned_from_ledger
+from metering.services.month_to_date import tenant_costs
 from quotas.models import Budget, CapacityRequest, Quota
 from quotas.runner.inputs import month_bounds
 from tenants.models import Tenant
@@ -30,6 +35,7 @@ from tenants.models import Tenant
 HOLDING_TEMPLATE = "metering/_tenant_holding.html"
 WAITS_TEMPLATE = "metering/_tenant_waits.html"
 BUDGETS_TEMPLATE = "metering/_tenant_budgets.html"
+COSTS_TEMPLATE = "metering/_tenant_costs.html"
 HOURS_SHOWN = 48
 DAYS_SHOWN = 14
 FLAVORS_SHOWN = 8
@@ -213,3 +219,46 @@ def budgets_context(user: User, tenant: Tenant, *, now: datetime | None = None) 
         "month_start": month_start,
         "month_end": month_end,
     }
+
+
+def costs_context(user: User, tenant: Tenant, *, now: datetime | None = None) -> dict[str, Any]:
+    """The month's cost so far and its forecast, the subtree and a row per child; shown to whoever
+    sees the tenant's costs (its people and those of the tenants above it)."""
+    if not CostScopeQuerySet(model=Tenant).visible_to(user).filter(pk=tenant.pk).exists():
+        return {"costs": None}
+    found = tenant_costs(tenant=tenant, now=now)
+    rows = [("All of " + tenant.slug, found.costs.subtree)] + [
+        (found.children[row.tenant_path][1], row) for row in found.costs.children
+    ]
+    currencies = sorted({t.currency for _, row in rows for t in row.totals})
+    shown = currencies[0] if currencies else ""
+    table = [
+        {
+            "label": label,
+            "totals": row.totals,
+            "unpriced_ge_hours": _num(row.unpriced_ge_hours, 2),
+        }
+        for label, row in rows
+    ]
+
+    def figure(row: Any, name: str) -> float | None:
+        return next((_num(getattr(t, name), 2) for t in row.totals if t.currency == shown), 0.0)
+
+    chart = {
+        "type": "bar",
+        "horizontal": True,
+        "stacked": False,
+        "unit": shown,
+        "labels": [label for label, _ in rows],
+        "datasets": [
+            {"label": "month to date", "data": [figure(row, "month_to_date") for _, row in rows]}
+            | HELD_STYLE,
+            {
+                "label": "month-end forecast",
+                "data": [figure(row, "forecast") for _, row in rows],
+                "outline": True,
+            }
+            | BORROWED_STYLE,
+        ],
+    }
+    return {"costs": found, "cost_rows": table, "cost_chart": chart, "cost_formula": FORMULA}

@@ -4,9 +4,10 @@ PostgreSQL), so an export of a million lines holds one chunk at a time."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 
 from metering.exports.rows import ExportLine
 from metering.models import BillingPeriod, ReportLine
@@ -88,3 +89,35 @@ def _slug_path(path: str, slugs: dict[str, str]) -> str:
     if not path:
         return ""
     return "/" + "".join(f"{slugs.get(part, part)}/" for part in path.strip("/").split("/"))
+
+
+NO_CENTRE = "(no cost centre)"
+PLATFORM = "(platform: idle, unassigned)"
+
+
+def cost_centre_totals(period: BillingPeriod) -> dict[str, list[dict[str, str]]]:
+    """The period's priced lines summed per cost centre and currency (a tenant's lines under its
+    centre, lines with no tenant, idle and unassigned, under the platform), and the grand total per
+    currency: sums of the rounded amounts, so they add up as the lines are printed. One query."""
+    sums = (
+        ReportLine.objects.filter(period=period, amount__isnull=False)
+        .values_list("tenant_id", "cost_centre", "currency")
+        .annotate(total=Sum("amount"))
+    )
+    centres: dict[tuple[str, str], Decimal] = {}
+    grand: dict[str, Decimal] = {}
+    for tenant_id, centre, currency, total in sums:
+        name = (centre or NO_CENTRE) if tenant_id else PLATFORM
+        centres[(name, currency)] = centres.get((name, currency), Decimal(0)) + total
+        grand[currency] = grand.get(currency, Decimal(0)) + total
+    # Named centres first (by name), then the unnamed and the platform rows.
+    order = {NO_CENTRE: 1, PLATFORM: 2}
+    return {
+        "cost_centres": [
+            {"cost_centre": name, "currency": currency, "amount": str(amount)}
+            for (name, currency), amount in sorted(
+                centres.items(), key=lambda i: (order.get(i[0][0], 0), i[0])
+            )
+        ],
+        "grand_totals": [{"currency": c, "amount": str(a)} for c, a in sorted(grand.items())],
+    }

@@ -106,11 +106,29 @@ def _summary(sheet: WriteOnlyWorksheet, meta: dict[str, str], summary: dict[str,
                 else _cell(sheet, Decimal(r["amount"]), _money_format(r["currency"])),
             ]
         )
+    _totals(sheet, summary)
     sheet.append([])
     sheet.append(
         [_cell(sheet, "Card-hours no rate card priced", bold=True),
          _cell(sheet, Decimal(summary.get("unpriced_card_hours", "0")), QTY_FORMAT)]
     )  # fmt: skip
+
+
+def _totals(sheet: WriteOnlyWorksheet, summary: dict[str, Any]) -> None:
+    """Cost-centre totals and the grand total (per currency): sums of the rounded lines."""
+    if "cost_centres" not in summary:
+        return
+    sheet.append([])
+    sheet.append([_cell(sheet, "Totals per cost centre (sums of the rounded lines)", bold=True)])
+    sheet.append([_cell(sheet, h, bold=True) for h in ("cost_centre", "currency", "amount")])
+    for r in summary["cost_centres"]:
+        money = _money_format(r["currency"])
+        sheet.append([_text(sheet, r["cost_centre"]), _text(sheet, r["currency"]),
+                      _cell(sheet, Decimal(r["amount"]), money)])  # fmt: skip
+    for r in summary.get("grand_totals", []):
+        money = _money_format(r["currency"])
+        sheet.append([_cell(sheet, "Grand total", bold=True), _text(sheet, r["currency"]),
+                      _cell(sheet, Decimal(r["amount"]), money, bold=True)])  # fmt: skip
 
 
 def _line_row(sheet: WriteOnlyWorksheet, line: ExportLine) -> list[Any]:

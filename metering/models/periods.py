@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from inventory.scoping import PlatformOnlyQuerySet
 from metering.models.usage import LEDGER_DIGITS, LEDGER_PLACES, QTY_DIGITS, QTY_PLACES
-from metering.scoping import TenantUsageQuerySet
+from metering.scoping import ReportLineQuerySet, TenantUsageQuerySet
 
 MONEY_DIGITS = 24
 MONEY_PLACES = 12  # the exact (unrounded) amounts; rounded ones use the currency's minor unit
@@ -92,7 +92,7 @@ class ReportLine(models.Model):
     rate_card_ref = models.CharField(max_length=36, blank=True)  # the pricing card's id (not a FK: frozen)
     note = models.CharField(max_length=200, blank=True)  # a credit line's reason, as finance gave it
 
-    objects = TenantUsageQuerySet.as_manager()
+    objects = ReportLineQuerySet.as_manager()
 
     class Meta:
         ordering = ["period", "line_no"]

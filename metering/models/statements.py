@@ -90,6 +90,11 @@ class ExchangeRate(models.Model):
     period = models.ForeignKey("metering.BillingPeriod", on_delete=models.PROTECT, related_name="rates")
     currency = models.CharField(max_length=3)
     rate = models.DecimalField(max_digits=18, decimal_places=8)
+    source = models.CharField(max_length=200, blank=True)  # where finance read it, e.g. "ECB reference"
+    as_of = models.DateField(null=True, blank=True)  # the date of the rate at that source
+    set_by = models.ForeignKey(
+        "accounts.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = PlatformOnlyQuerySet.as_manager()

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from inventory.models.fleet import GE_DIGITS, GE_PLACES
 from inventory.scoping import PlatformOnlyQuerySet
-from metering.scoping import TenantUsageQuerySet
+from metering.scoping import SubtreeUsageQuerySet
 
 QTY_DIGITS = 24
 QTY_PLACES = 9  # a report line's quantities, rounded once per line: a second of 1/7 GE is 3.97e-5
@@ -73,7 +73,7 @@ class UsageHour(models.Model):
     complete = models.BooleanField(default=True)  # False: a gap; retried, shown, never read as zero
     computed_at = models.DateTimeField(default=timezone.now)
 
-    objects = TenantUsageQuerySet.as_manager()
+    objects = SubtreeUsageQuerySet.as_manager()
 
     class Meta:
         ordering = ["hour", "share_key", "meter"]

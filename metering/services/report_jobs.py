@@ -25,7 +25,7 @@ from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound
 from metering.exports.focus_sql import focus_export
 from metering.exports.formats import csv_chunks
-from metering.exports.lines import export_lines
+from metering.exports.lines import cost_centre_totals, export_lines
 from metering.exports.xlsx import write_xlsx
 from metering.models import (
     BillingPeriod,
@@ -153,7 +153,10 @@ def write_period_xlsx(out: IO[bytes], *, period: BillingPeriod, lines: Any = Non
         "Report built": built.isoformat(),
         "Idle capacity": str((period.summary or {}).get("idle", "central")),
     }
-    write_xlsx(out, lines=rows, meta=meta, summary=period.summary or {}, built_at=built)
+    summary = period.summary or {}
+    if summary:  # a tenant's workbook has no summary: no other centre's totals either
+        summary = {**summary, **cost_centre_totals(period)}
+    write_xlsx(out, lines=rows, meta=meta, summary=summary, built_at=built)
 
 
 def _write_file(*, job: ReportJob, period: BillingPeriod, fmt: str) -> ReportFile:

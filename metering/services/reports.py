@@ -38,6 +38,7 @@ from metering.models import (
     UsageHour,
 )
 from metering.models.periods import IDLE_METER
+from metering.services.currency import amount_converter, converted_cards
 from metering.services.pricing import load_cards, price_segments
 from tenants.models import Tenant
 
@@ -74,7 +75,8 @@ def compute_period_chargeback(
     (the cuts of all cards include each pool's), so a bucket is priced by its pool's card and buckets
     of one card add up in the pure chargeback. One scan of the month, whatever the number of pools
     and price changes."""
-    cards = load_cards(start=period.starts_at, end=period.ends_at)
+    # A card in a currency finance set an exchange rate for is priced in the period's currency.
+    cards = converted_cards(cards=load_cards(start=period.starts_at, end=period.ends_at), period=period)
     tenants = {str(t["pk"]): t for t in Tenant.objects.values("pk", "path", "slug", "cost_centre")}
     cuts = sorted(
         {period.starts_at, period.ends_at}
@@ -228,7 +230,11 @@ def _priced_adjustments(*, period: BillingPeriod, tenants: dict[str, Any]) -> It
     if not rows:
         return
     # The corrected hours lie in earlier periods: their prices, not this period's.
-    old_cards = load_cards(start=min(r.hour for r in rows), end=max(r.hour for r in rows) + _HOUR)
+    # (converted, like every price booked in ``period``, at its exchange rates)
+    old_cards = converted_cards(
+        cards=load_cards(start=min(r.hour for r in rows), end=max(r.hour for r in rows) + _HOUR),
+        period=period,
+    )
     for r in rows:
         seg = price_segments(
             cards=old_cards, pool_id=r.pool_id, gpu_model=r.gpu_model, start=r.hour, end=r.hour + _HOUR
@@ -368,6 +374,7 @@ def _credit_lines(*, period: BillingPeriod, first: int) -> list[ReportLine]:
     """Finance's manual credits and charges booked in ``period``, as ``credit`` lines after the
     chargeback's (already in the currency's minor unit: nothing to round)."""
     credits = Credit.objects.filter(period=period).select_related("tenant").order_by("created_at", "pk")
+    in_period_currency = amount_converter(period=period)  # a credit in a currency with a rate
     return [
         ReportLine(
             period=period,
@@ -377,11 +384,11 @@ def _credit_lines(*, period: BillingPeriod, first: int) -> list[ReportLine]:
             tenant_path=credit.tenant.path,
             tenant_slug=credit.tenant.slug,
             cost_centre=credit.tenant.cost_centre,
-            currency=credit.currency,
+            currency=in_period_currency(credit.amount, credit.currency)[1],
             ge_hours=ZERO,
             card_hours=ZERO,
-            amount_exact=credit.amount,
-            amount=credit.amount,
+            amount_exact=in_period_currency(credit.amount, credit.currency)[0],
+            amount=in_period_currency(credit.amount, credit.currency)[0],
             note=credit.reason,
         )
         for number, credit in enumerate(credits, start=first)

@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from gpuplatform.accounts.tokens import issue_api_token
-from metering.models import RateCard, ReportJob, ReportLine, UsageHour
+from metering.models import ExchangeRate, RateCard, ReportJob, ReportLine, UsageHour
 from metering.services.periods import ensure_period
 from quotas.models import PriorityClass
 from tenants.services import add_membership, create_tenant
@@ -25,6 +25,13 @@ from tests.policies_agents import factories as ag
 from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
+
+
+# 25 ISO 4217 codes, one exchange rate each in the crowd's period.
+CURRENCIES = [
+    "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "SEK", "NOK", "DKK", "PLN", "CZK", "HUF", "NZD",
+    "SGD", "HKD", "KRW", "INR", "BRL", "MXN", "ZAR", "TRY", "ILS", "THB", "MYR", "PHP",
+]  # fmt: skip
 
 
 @pytest.fixture
@@ -93,6 +100,7 @@ def seed_metering(team, n: int) -> None:
         kind="charge",
         tenant=team,
         tenant_slug=team.slug,
+        tenant_path=team.path,
         ge_hours=Decimal(1),
         card_hours=Decimal(1),
         amount=Decimal("2.50"),
@@ -105,6 +113,7 @@ def seed_metering(team, n: int) -> None:
     met.statement(tenant=team, number=f"2025-03-{n:04d}")
     met.credit(tenant=team, reason=f"goodwill {n}")
     met.cost_model(f"model-{n}")
+    ExchangeRate.objects.create(period=period, currency=CURRENCIES[n], rate=Decimal("1.5"), source="test")
 
 
 def queries_for(client, url: str) -> tuple[int, int]:
@@ -134,6 +143,7 @@ PLATFORM_ONLY = {
     "agent",
     "rollout",
     "cost-model",
+    "exchange-rate",
 }
 # Streamed files, not pages of JSON: read in chunks by one cursor (tests/metering/test_exports.py).
 NOT_PAGES = {"reports/export"}
@@ -162,3 +172,26 @@ def test_list_query_count_is_constant_in_page_size(crowd, api, viewer):
     assert problems == [], KNOWN_PER_ROW
     assert {"node-pool", "resource-claim", "allocation", "fragmentation", "quota"} <= set(measured)
     assert (set(measured) >= PLATFORM_ONLY) is (viewer == "pat")
+
+
+def _cost_queries(client, tenant) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(f"/api/v1/costs/{tenant.pk}/").status_code == 200
+    return len(captured)
+
+
+def test_a_tenants_costs_cost_the_same_queries_whatever_its_teams_and_requests(cast, api):
+    """The detail-only route /api/v1/costs/<tenant>/: its children, lines and admitted requests are
+    read in grouped queries, not one per row."""
+    rita = api(cast.rita)
+    rita.get("/api/v1/me/")
+    few = _cost_queries(rita, cast.research)
+    for n in range(6):
+        team = create_tenant(
+            actor=cast.pat, slug=f"cost-team-{n}", display_name=f"T{n}", parent_id=cast.research.pk
+        )
+        admitted = adm.capacity_request(tenant=team)
+        admitted.state, admitted.admitted_at = "active", datetime.now(UTC)
+        admitted.save(update_fields=["state", "admitted_at"])
+        met.usage(tenant=team)
+    assert _cost_queries(rita, cast.research) == few

@@ -79,6 +79,7 @@ NOT_LISTS = {
     "metering-period-close": "POST only",
     "metering-period-start-closing": "POST only",
     "metering-job-create": "POST only",
+    "metering-period-exchange-rate": "POST only",
     "metering-job-progress": "one job",
     "metering-job-download": "a file",
     "metering-statements": "paginated statements (select_related period), the newest twenty credits",

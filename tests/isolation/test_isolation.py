@@ -66,6 +66,10 @@ FOREIGN_OBJECTS = {
     "statement": lambda cast: met.statement(tenant=cast.nlp),
     "credit": lambda cast: met.credit(tenant=cast.nlp),
     "cost-model": lambda cast: met.cost_model(),  # a platform object
+    "cost": lambda cast: cast.nlp,
+    "exchange-rate": lambda cast: (
+        met.exchange_rate()
+    ),  # a platform object  # nlp's month-to-date and forecast: its id is the route's
     # Policies: sharing policies and revisions are platform objects; admission rules belong to their
     # tenant (nlp's rule on a pool everyone shares).
     "sharing-policy": lambda cast: pol.sharing_policy(inv.pool("nlp-only", tenant=cast.nlp)),

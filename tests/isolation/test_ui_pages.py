@@ -91,6 +91,7 @@ FOREIGN_PAGES: dict[str, list[Kwargs]] = {
     "metering-period-close": [lambda cast: {"period_id": met.period().pk}],
     "metering-period-start-closing": [lambda cast: {"period_id": met.period().pk}],
     "metering-job-create": [lambda cast: {"period_id": met.period().pk}],
+    "metering-period-exchange-rate": [lambda cast: {"period_id": met.period().pk}],
     "metering-job-progress": [lambda cast: {"job_id": met.report_job().pk}],
     "metering-job-download": [_job_file(fmt) for fmt in ("csv", "xlsx", "focus")],
     # A statement is its tenant's: another tenant's, as page or PDF, is a 404.

@@ -8,7 +8,8 @@ Tree:  acme ─┬─ research ─┬─ vision  (alice: tenant-admin)
        research: rita tenant-admin, mo a plain member.
 
 What each viewer may see: mo sees speech (its subtree) and research (its own membership), nothing else:
-not nlp (speech's parent), not acme, not vision (a child of another branch), not infra (a cousin).
+not nlp (speech's parent), not acme, not vision (a child of another branch), not infra (a cousin);
+but costs roll up, so as research's member it sees the usage and report lines below research.
 rita sees research and below, never acme (its parent) nor platform and infra (the other branch).
 alice sees vision only: never acme, speech (another branch's child) nor infra.
 """
@@ -23,6 +24,7 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from gpuplatform.accounts.models import ApiToken
 from gpuplatform.audit.models import AuditEvent
+from metering.models import ReportLine, UsageHour
 from tenants.models import Membership, Tenant
 from tenants.services import add_membership, create_tenant
 from tests.fixtures.people import make_user
@@ -110,6 +112,8 @@ def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str,
         "statement": lambda cast: met.statement(tenant=tenant),
         "credit": lambda cast: met.credit(tenant=tenant),
         "cost-model": lambda cast: met.cost_model(),  # a platform object
+        "cost": lambda cast: tenant,
+        "exchange-rate": lambda cast: met.exchange_rate(),  # a platform object
         "reports/export": lambda cast: met.exported_tenant(tenant=tenant),
         "sharing-policy": lambda cast: pol.sharing_policy(inv.pool(f"only-{tenant.slug}", tenant=tenant)),
         "policy-revision": lambda cast: pol.revision(inv.pool(f"only-{tenant.slug}", tenant=tenant)),
@@ -122,14 +126,33 @@ def owned_by(tenant: Tenant, catalogue_owner: Tenant | None = None) -> dict[str,
     }
 
 
-def sweep(cast, api, viewer, *, ancestors: list[Tenant], others: list[Tenant], cousin: Tenant) -> list[str]:
-    """Violations of ``viewer`` on objects of its ancestors and of other tenants, route by route."""
+# Costs roll up the tree (issue 32): every person of a tenant, a plain member too, sees the usage and
+# report lines of the tenants below it (metering/scoping.py); the sweep checks them everywhere else.
+COST_ROUTES = ("usage", "report", "reports/export", "cost")
+
+
+def sweep(
+    cast,
+    api,
+    viewer,
+    *,
+    ancestors: list[Tenant],
+    others: list[Tenant],
+    cousin: Tenant,
+    costs_seen: tuple[Tenant, ...] = (),
+) -> list[str]:
+    """Violations of ``viewer`` on objects of its ancestors and of other tenants, route by route;
+    for ``costs_seen`` (tenants below one the viewer is a member of) the cost routes sweep the
+    cousin's objects instead."""
     violations: list[str] = []
     for tenant, catalogue_owner in [*((a, cousin) for a in ancestors), *((o, o) for o in others)]:
+        foreign = owned_by(tenant, catalogue_owner)
+        if tenant in costs_seen:  # the cost routes' objects are the cousin's there
+            foreign |= {route: make for route, make in owned_by(cousin).items() if route in COST_ROUTES}
         found = check_isolation(
             cast=cast,
             viewers={viewer.username: api(viewer)},
-            foreign_objects=owned_by(tenant, catalogue_owner),
+            foreign_objects=foreign,
             self_routes=SELF_ROUTES,
         )
         violations += [f"[{tenant.slug}] {v}" for v in found]
@@ -138,7 +161,21 @@ def sweep(cast, api, viewer, *, ancestors: list[Tenant], others: list[Tenant], c
 
 def test_an_admin_low_and_member_high_sees_nothing_above_beside_or_across(cast, api, tree):
     ancestors, others = [cast.acme, cast.nlp], [cast.vision, tree["infra"], tree["platform"]]
-    assert sweep(cast, api, tree["mo"], ancestors=ancestors, others=others, cousin=tree["infra"]) == []
+    below_research = (cast.nlp, cast.vision)
+    found = sweep(
+        cast, api, tree["mo"], ancestors=ancestors, others=others, cousin=tree["infra"],
+        costs_seen=below_research,
+    )  # fmt: skip
+    assert found == []
+    # ...and those costs it does see, as a member of research: vision's usage and report line.
+    mo = api(tree["mo"])
+    line = ReportLine.objects.create(
+        period=met.period(), line_no=999, kind="charge", tenant=cast.vision, tenant_slug="vision",
+        tenant_path=cast.vision.path, ge_hours=1, card_hours=1, amount=2, currency="USD",
+    )  # fmt: skip
+    assert mo.get(f"/api/v1/reports/{line.pk}/").status_code == 200
+    held = UsageHour.objects.filter(tenant=cast.vision).first() or met.usage(tenant=cast.vision)
+    assert mo.get(f"/api/v1/usage/{held.pk}/").status_code == 200
     # what is dedicated to an ancestor serves the subtree below it: mo sees acme's flavor
     dedicated = adm.flavor(tenant=cast.acme)
     assert api(tree["mo"]).get(f"/api/v1/flavors/{dedicated.pk}/").status_code == 200

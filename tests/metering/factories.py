@@ -12,6 +12,7 @@ from metering.models import (
     BillingPeriod,
     CostModel,
     Credit,
+    ExchangeRate,
     MetricsSource,
     RateCard,
     ReportJob,
@@ -68,6 +69,7 @@ def report_line(*, tenant: Any) -> ReportLine:
             "kind": "charge",
             "tenant": tenant,
             "tenant_slug": tenant.slug,
+            "tenant_path": tenant.path,  # as built: who sees a line goes by its path
             "ge_hours": Decimal(1),
             "card_hours": Decimal(1),
             "amount": Decimal("2.50"),
@@ -158,6 +160,16 @@ def credit(*, tenant: Any, reason: str = "") -> Credit:
         amount=Decimal("-5.00"),
         reason=reason or f"{tenant.slug} goodwill",
     )
+
+
+def exchange_rate(currency: str = "EUR") -> ExchangeRate:
+    """An exchange rate of the factories' period (a platform object, like the period)."""
+    found, _ = ExchangeRate.objects.get_or_create(
+        period=period(),
+        currency=currency,
+        defaults={"rate": Decimal("1.08"), "source": "ECB reference rate", "as_of": HOUR.date()},
+    )
+    return found
 
 
 def cost_model(gpu_model: str = "H100-80GB") -> CostModel:

@@ -137,3 +137,38 @@ def test_a_report_job_on_a_closed_period_delivers_and_says_the_idle_it_closed_wi
     plain = api(cast.fiona).post("/api/v1/report-jobs/", {"period": str(hour.period.pk)}, format="json")
     assert plain.status_code in (200, 201, 202), plain.content
     assert plain.json()["idle"] == "central"  # what its files hold, said
+
+
+def test_a_report_job_on_a_period_closed_distributed_delivers_distributed_files(hour, cast, api):
+    """Item 7: the job says "distributed" and its files hold the distributed lines: the 0.5 idle
+    card-hour (1.00) shared by card-hours charged, vision 1/1.5 of it = 0.333... card-h x 2.00 =
+    0.67, nlp 0.5/1.5 = 0.1666... x 2.00 = 0.33 (0.67 + 0.33 = 1.00), beside the charges 2.00 and
+    1.00; no central idle line. Asked for central, it says it cannot."""
+    import csv
+    import io
+
+    from metering.models import ReportFile
+    from metering.services.report_jobs import run_report_job
+
+    rows.card(hour, price="2.00")
+    api(cast.fiona).post(f"/api/v1/billing-periods/{hour.period.pk}/start-closing/")
+    api(cast.fiona).post(
+        f"/api/v1/billing-periods/{hour.period.pk}/close/", {"idle": "distributed"}, format="json"
+    )
+    central = api(cast.fiona).post(
+        "/api/v1/report-jobs/", {"period": str(hour.period.pk), "idle": "central"}, format="json"
+    )
+    assert (central.status_code, central.json()["code"]) == (409, "period_closed")  # it says it cannot
+    asked = api(cast.fiona).post(
+        "/api/v1/report-jobs/", {"period": str(hour.period.pk), "idle": "distributed"}, format="json"
+    )
+    assert asked.json()["idle"] == "distributed"
+    job = run_report_job(job_id=asked.json()["id"])
+    data = ReportFile.objects.get(job=job, format="csv").file.open("rb").read().decode()
+    got = {(r["kind"], r["tenant"]): r["amount"] for r in csv.DictReader(io.StringIO(data, newline=""))}
+    assert got == {
+        ("charge", "vision"): "2.00",
+        ("charge", "nlp"): "1.00",
+        ("idle_share", "vision"): "0.67",
+        ("idle_share", "nlp"): "0.33",
+    }

@@ -3,7 +3,7 @@ period unless finance sets an exchange rate."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal as D
 
 import pytest
@@ -103,5 +103,8 @@ def test_one_currency_per_period_unless_finance_sets_an_exchange_rate(cast, api)
     mixed = card(api, cast.fiona, "EUR", model="H100-80GB")
     assert (mixed.status_code, mixed.json()["code"]) == (409, "currency_mix")
     assert "needs an exchange rate" in mixed.json()["detail"]
-    set_exchange_rate(actor=cast.fiona, period_id=ensure_period(at=APRIL).pk, currency="EUR", rate=D("1.08"))
+    set_exchange_rate(
+        actor=cast.fiona, period_id=ensure_period(at=APRIL).pk, currency="EUR", rate=D("1.08"),
+        source="ECB reference rate", as_of=date(2025, 3, 31),
+    )  # fmt: skip
     assert card(api, cast.fiona, "EUR", model="H100-80GB").status_code == 201

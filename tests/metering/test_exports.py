@@ -248,7 +248,7 @@ def test_postgresqls_copy_writes_the_bytes_the_python_formatter_writes(closed, c
     april = ensure_period(at=LATER)
     odd = {
         "pool_name": 'east/"pool", 1', "flavor_name": "a\r\nb", "gpu_model": "H100\n80GB",
-        "cost_centre": "", "tenant_path": closed.period.lines.exclude(tenant=None).first().tenant_path,
+        "cost_centre": "", "tenant_path": closed.period.lines.get(tenant=cast.vision).tenant_path,
     }  # fmt: skip
     for n, (currency, amount, kind, extra) in enumerate(
         [
@@ -270,7 +270,8 @@ def test_postgresqls_copy_writes_the_bytes_the_python_formatter_writes(closed, c
         ReportLine.objects.create(
             period=april, line_no=n, kind=kind, tenant=cast.vision if kind != "idle" else None,
             currency=currency, unit_price=D("2.5"), ge_hours=D("1.5"), card_hours=D("0"),
-            amount_exact=amount, amount=amount, rate_card_ref="", **({"basis": "allocation"} | extra),
+            amount_exact=amount, amount=amount, rate_card_ref="",
+            **({"basis": "allocation", "tenant_path": cast.vision.path} | extra),
         )  # fmt: skip
     for lines in (ReportLine.objects.all(), scoped(ReportLine.objects.all(), cast.alice)):
         python = b"".join(focus_chunks(export_lines(lines)))

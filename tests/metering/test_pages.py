@@ -129,7 +129,8 @@ def test_a_tenant_sees_its_costs_but_no_period_page_or_download(march, cast, cli
     job = run_report_job(job_id=ReportJob.objects.get().pk)
     c = logged_in(client, cast.alice)
     costs = c.get("/metering/periods/").content.decode()
-    assert re.search(r'2025-03</td><td class="num">1.00</td><td class="num">2.00 USD', costs)
+    row = r'2025-03</strong></td><td>vision</td><td class="num">1.00</td><td class="num"><strong>2.00 USD'
+    assert re.search(row, costs)
     assert "/api/v1/reports/export/?period=2025-03&amp;as=focus" in costs
     assert c.get(f"/metering/periods/{period.pk}/").status_code == 404
     assert c.get(f"/metering/jobs/{job.pk}/").status_code == 404
