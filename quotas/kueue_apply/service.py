@@ -105,7 +105,7 @@ def _apply(cluster: Cluster, state: KueueApplyState, now: Callable[[], datetime]
     for obj in compiled.objects:
         key = object_key(obj)
         if key in live:
-            fields = drifted_fields(wanted=obj, live=live[key])
+            fields = drifted_fields(wanted=obj, live=live[key], last=state.applied_objects.get(key))
             if fields:
                 drift.append({"object": key, "fields": fields})
         plural = KINDS[obj["kind"]][0]
@@ -129,6 +129,8 @@ def _apply(cluster: Cluster, state: KueueApplyState, now: Callable[[], datetime]
                 removed.append(key)
     state.backend_applied = EnforcementBackend.KUEUE
     state.applied, state.removed, state.notes = applied, removed, sorted(notes)
+    sent = set(applied)
+    state.applied_objects = {object_key(o): o for o in compiled.objects if object_key(o) in sent}
     state.problems, state.error, state.applied_at = [], "", now()
     if drift:
         state.drift, state.drift_repaired_at = drift, state.applied_at
@@ -164,6 +166,7 @@ def _withdraw(cluster: Cluster, state: KueueApplyState, now: Callable[[], dateti
         queue_after_commit("quotas.materialise_requests", [str(pk) for pk in held])
     state.backend_applied = EnforcementBackend.RESOURCEQUOTA
     state.applied, state.removed, state.problems, state.notes, state.error = [], removed, [], [], ""
+    state.applied_objects = {}
     state.attempted_at = state.applied_at = now()
     state.save()
     return {"removed": removed, "rematerialised": len(held)}
