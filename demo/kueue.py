@@ -84,7 +84,9 @@ def start_kueue_sim(*, kubeconfig_path: Path) -> kubesim.Sim:
         scenario=KUEUE_SCENARIO,
         nodes=KUEUE_NODES,
         seed=1,
-        controllers=True,  # the data plane, the Kueue stand-in included
+        # The Kueue stand-in alone: the demo's Jobs need no pods, and a second data plane's ticks would
+        # compete with the server for the interpreter.
+        controllers=["kueue"],
         kueue=True,
         kubeconfig_path=kubeconfig_path,
     )
