@@ -52,8 +52,10 @@ class Demo:
             text=True,
         )
         self.tokens: dict[str, str] = {}
+        self.banner: list[str] = []  # what the demo printed up to its "Inventory:" line
         assert self.process.stdout is not None
         for line in self.process.stdout:
+            self.banner.append(line.rstrip("\n"))
             match = TOKEN_LINE.match(line.rstrip("\n"))
             if match:
                 self.tokens[match.group(1)] = match.group(3)

@@ -47,7 +47,7 @@ def keep_running(
         stop.wait(max(wait, 0.0))
 
 
-def sync_loop(*, cluster: Cluster, stop: threading.Event) -> threading.Thread:
+def sync_loop(*, cluster: Cluster, stop: threading.Event, name: str = "demo-inventory") -> threading.Thread:
     """The cluster's list-then-watch; started afresh (a cold list) after any failure."""
     return threading.Thread(
         target=keep_running,
@@ -57,7 +57,7 @@ def sync_loop(*, cluster: Cluster, stop: threading.Event) -> threading.Thread:
             "stop": stop,
             "pause": lambda: 1.0,
         },
-        name="demo-inventory",
+        name=name,
         daemon=True,
     )
 

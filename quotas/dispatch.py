@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterable
 
 from gpuplatform.db.after_commit import queue_after_commit
+from quotas.kueue_apply.triggers import queue_kueue_apply_for_requests
 
 MATERIALISE = "quotas.materialise_requests"
 ADMISSION_LOOP = "quotas.run_admission_loop"
@@ -14,10 +15,13 @@ ADMISSION_LOOP = "quotas.run_admission_loop"
 
 def materialise_after_commit(request_ids: Iterable[uuid.UUID]) -> None:
     """Apply (or lower) the cluster objects of these requests once the decision is committed: one
-    message for all of them (a cohort's loop pass may move dozens; a message costs ~1 ms to send)."""
+    message for all of them (a cohort's loop pass may move dozens; a message costs ~1 ms to send).
+    On a kueue cluster there is nothing to write per request; its Kueue apply is queued instead, once
+    per cluster, and raises or lowers the tenants' ClusterQueues (docs/kueue.md)."""
     ids = [str(request_id) for request_id in sorted(set(request_ids))]
     if ids:
         queue_after_commit(MATERIALISE, ids)
+        queue_kueue_apply_for_requests(ids)
 
 
 def admission_loop_after_commit() -> None:

@@ -152,6 +152,9 @@ class KueueApplyState(models.Model):
     # [{"object": "ClusterQueue/vision", "fields": [{"path", "live", "wanted"}]}]
     drift = models.JSONField(default=list)
     drift_repaired_at = models.DateTimeField(null=True, blank=True)
+    # What the last apply sent, by "Kind/name": a live field that still holds it was ours, not a hand
+    # edit, when the catalogue (or a capacity request's raise) has changed what we want since.
+    applied_objects = models.JSONField(default=dict)
 
     objects = PlatformOnlyQuerySet.as_manager()
 

@@ -12,6 +12,7 @@ cannot express is refused whole, never applied half-way.
 | tenant namespace x queue | LocalQueue |
 | priority class | WorkloadPriorityClass |
 | budgets and approvals | AdmissionCheck ``gpuplatform-budget`` on every ClusterQueue |
+| admitted capacity request | its amounts added to its tenant's ClusterQueue nominal while it holds |
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
+from quotas.kueue.grants import grants_by_tenant, raised
 from quotas.kueue.model import (
     ADMISSION_CHECK,
     ADMISSION_CHECK_CONTROLLER,
@@ -85,6 +87,7 @@ def compile_cluster(spec: CompileInput) -> Compiled:
         else:
             rows[quota.tenant].append(quota)
     _check_same_nodes_same_resource(flavors, node_labels, rows, problems)
+    grants = grants_by_tenant(spec, tenants, flavors, problems)
     queues: dict[str, list[QueueInput]] = defaultdict(list)
     for queue in spec.queues:
         queues[queue.tenant].append(queue)
@@ -103,10 +106,17 @@ def compile_cluster(spec: CompileInput) -> Compiled:
                     f"{slug!r} in its Cohort, with nominal 0 on what the Cohort holds."
                 )
                 own = [QuotaInput(tenant=slug, flavor=q.flavor, resource=q.resource, nominal=0) for q in held]
+                own = raised(tenant, own, grants.get(slug, {}), notes)
                 queue = _primary_queue(slug, queues.get(slug, []), notes)
                 cluster_queues.append(_cluster_queue(tenant, slug, own, flavors, queue, problems, notes))
                 local_queues.extend(_local_queues(tenant, queues.get(slug, [])))
-        elif held:
+            elif grants.get(slug):
+                notes.append(
+                    f"Tenant {slug!r} holds admitted requests but has no namespace on cluster "
+                    f"{spec.cluster!r}: no ClusterQueue of its own to raise."
+                )
+        elif held or grants.get(slug):
+            held = raised(tenant, held, grants.get(slug, {}), notes)
             queue = _primary_queue(slug, queues.get(slug, []), notes)
             cluster_queues.append(
                 _cluster_queue(tenant, tenant.parent, held, flavors, queue, problems, notes)

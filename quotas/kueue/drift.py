@@ -14,9 +14,30 @@ from typing import Any
 COMPARED_METADATA = ("labels",)
 
 
-def drifted_fields(*, wanted: dict[str, Any], live: dict[str, Any]) -> list[dict[str, Any]]:
+def drifted_fields(
+    *, wanted: dict[str, Any], live: dict[str, Any], last: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """Every path of ``wanted`` (spec, and our labels) whose live value differs, with both values,
-    sorted by path; [] when the live object carries everything we set."""
+    sorted by path; [] when the live object carries everything we set.
+
+    With ``last`` (what the previous apply sent), a difference is drift only where the live object no
+    longer holds what we sent then: a nominal quota we raised from 4 to 6 since (a capacity request
+    admitted, a quota edited) is a change of ours, not a hand edit."""
+    found = _differences(wanted, live)
+    if last is None:
+        return found
+    edited = [d["path"] for d in _differences(last, live)]
+    return [d for d in found if any(_related(d["path"], path) for path in edited)]
+
+
+def _related(one: str, other: str) -> bool:
+    """One path is the other or lies inside it (a list whose length changed holds its items)."""
+    return (
+        one == other or one.startswith((other + ".", other + "[")) or other.startswith((one + ".", one + "["))
+    )
+
+
+def _differences(wanted: dict[str, Any], live: dict[str, Any]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for key, value in wanted.items():
         if key in ("apiVersion", "kind", "status"):

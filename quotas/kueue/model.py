@@ -84,6 +84,19 @@ class QuotaInput:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GrantInput:
+    """An admitted capacity request on a ``kueue`` cluster, as a temporary raise of its tenant's
+    nominal quota: ``amount`` of ``resource`` on ``flavor``, while the request holds (admitted or
+    active). ``request`` names it in the notes."""
+
+    tenant: str
+    flavor: str
+    resource: str
+    amount: int
+    request: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class QueueInput:
     """A tenant's queue, with the ClusterQueue settings it carries (the model's defaults)."""
 
@@ -119,6 +132,7 @@ class CompileInput:
     quotas: tuple[QuotaInput, ...]
     queues: tuple[QueueInput, ...] = ()
     priority_classes: tuple[PriorityClassInput, ...] = ()
+    grants: tuple[GrantInput, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,6 +11,7 @@ from inventory.models import Cluster, Node
 from quotas.kueue.model import (
     CompileInput,
     FlavorInput,
+    GrantInput,
     NodeInput,
     PriorityClassInput,
     QueueInput,
@@ -19,7 +20,8 @@ from quotas.kueue.model import (
     Taint,
     TenantInput,
 )
-from quotas.models import Flavor, PriorityClass, Queue, Quota
+from quotas.models import CapacityRequest, Flavor, PriorityClass, Queue, Quota
+from quotas.models.requests import HOLDING
 from tenants.models import Tenant, TenantNamespace
 
 QUOTA_INPUT_FIELDS = ("tenant", "flavor", "resource", "nominal", "borrowing_limit", "lending_limit")
@@ -40,7 +42,8 @@ QUEUE_INPUT_FIELDS = (
 def compile_input_for(*, cluster: Cluster) -> CompileInput:
     """Everything the compiler needs for ``cluster``: its present nodes with their pools, the flavors
     of its pools, the whole tenant tree with each tenant's namespaces there (a namespace row without a
-    cluster counts on every cluster), the quotas on those flavors, every queue and priority class."""
+    cluster counts on every cluster), the quotas on those flavors, every queue and priority class, and
+    the requests holding capacity on those flavors (admitted or active: each a temporary raise)."""
     nodes = tuple(
         NodeInput(
             name=name,
@@ -97,6 +100,13 @@ def compile_input_for(*, cluster: Cluster) -> CompileInput:
         PriorityClassInput(name=c.name, value=c.value, preemptible=c.preemptible, description=c.description)
         for c in PriorityClass.objects.all()
     )
+    grants = tuple(
+        GrantInput(tenant=slug, flavor=flavor, resource=str(resource), amount=int(amount), request=pk.hex[:8])
+        for pk, slug, flavor, amounts in CapacityRequest.objects.filter(
+            flavor__in=flavor_rows, state__in=HOLDING
+        ).values_list("pk", "tenant__slug", "flavor__name", "amounts")
+        for resource, amount in sorted((amounts or {}).items())
+    )
     return CompileInput(
         cluster=cluster.name,
         pool_label=cluster.pool_label,
@@ -106,4 +116,5 @@ def compile_input_for(*, cluster: Cluster) -> CompileInput:
         quotas=quotas,
         queues=queues,
         priority_classes=classes,
+        grants=grants,
     )

@@ -115,7 +115,8 @@ def _apply(cluster: Cluster, state: KueueApplyState, now: Callable[[], datetime]
         changed = []
         for obj in batch:
             current = live.get(object_key(obj))
-            fields = drifted_fields(wanted=obj, live=current) if current is not None else []
+            last = state.applied_objects.get(object_key(obj))
+            fields = drifted_fields(wanted=obj, live=current, last=last) if current is not None else []
             if fields:
                 drift.append({"object": object_key(obj), "fields": fields})
             if (
@@ -148,6 +149,8 @@ def _apply(cluster: Cluster, state: KueueApplyState, now: Callable[[], datetime]
                 removed.append(key)
     state.backend_applied = EnforcementBackend.KUEUE
     state.applied, state.removed, state.notes = applied, removed, sorted(notes)
+    sent = set(applied)
+    state.applied_objects = {object_key(o): o for o in compiled.objects if object_key(o) in sent}
     state.problems, state.error, state.applied_at = [], "", now()
     if drift:
         state.drift, state.drift_repaired_at = drift, state.applied_at
@@ -219,6 +222,7 @@ def _withdraw(cluster: Cluster, state: KueueApplyState, now: Callable[[], dateti
         queue_after_commit("quotas.materialise_requests", [str(pk) for pk in held])
     state.backend_applied = EnforcementBackend.RESOURCEQUOTA
     state.applied, state.removed, state.problems, state.notes, state.error = [], removed, [], [], ""
+    state.applied_objects = {}
     state.attempted_at = state.applied_at = now()
     state.save()
     return {"removed": removed, "rematerialised": len(held)}

@@ -1,20 +1,25 @@
 """Queue the Kueue apply after every change to what it compiles: tenants and their namespaces,
 flavors, quotas, queues, priority classes (Django's model signals, so a lower app such as tenants
-need not know), and after a cluster's enforcement backend is switched (inventory's signal).
+need not know), after a cluster's enforcement backend is switched (inventory's signal), and after
+a capacity request is admitted, preempted, released or expires (quotas.dispatch, beside its
+materialisation): on a kueue cluster a holding request is a raise of its tenant's nominal quota.
 
 One apply per cluster per transaction, however many rows it changed: the first change registers
 an on-commit batch, later ones add to it (found again in the connection's on-commit list, so a
-rolled-back transaction takes its batch with it). Which clusters are in kueue mode is read at commit,
-not on every save."""
+rolled-back transaction takes its batch with it). Which clusters are in kueue mode, and which
+cluster each moved request is on, is read at commit, not on every save."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from celery import current_app
 from django.db import connection, transaction
 
 from inventory.models import Cluster, EnforcementBackend
+from quotas.models import CapacityRequest
 
 APPLY_TASK = "quotas.apply_kueue"
 
@@ -22,6 +27,7 @@ APPLY_TASK = "quotas.apply_kueue"
 class _Batch:
     def __init__(self) -> None:
         self.cluster_ids: set[str] = set()
+        self.request_ids: set[str] = set()
         self.every_kueue_cluster = False
 
     def __call__(self) -> None:
@@ -32,6 +38,16 @@ class _Batch:
                 for pk in Cluster.objects.filter(enforcement_backend=EnforcementBackend.KUEUE).values_list(
                     "pk", flat=True
                 )
+            )
+        elif self.request_ids:
+            ids.update(
+                str(pk)
+                for pk in CapacityRequest.objects.filter(
+                    pk__in=self.request_ids,
+                    flavor__pool__cluster__enforcement_backend=EnforcementBackend.KUEUE,
+                )
+                .values_list("flavor__pool__cluster_id", flat=True)
+                .distinct()
             )
         for cluster_id in sorted(ids):
             current_app.signature(APPLY_TASK, args=(cluster_id,)).delay()
@@ -56,6 +72,19 @@ def queue_kueue_apply(*, cluster_id: str | None = None) -> None:
         batch()
         return
     _fill(_batch(), cluster_id)
+
+
+def queue_kueue_apply_for_requests(request_ids: Iterable[uuid.UUID | str]) -> None:
+    """These requests were admitted, preempted, released or expired: apply each kueue cluster they
+    are on after the current transaction commits (one apply per cluster, however many moved), so
+    their tenants' ClusterQueues gain or lose the raise. Outside a transaction, at once."""
+    ids = {str(request_id) for request_id in request_ids}
+    if not ids:
+        return
+    batch = _batch() if connection.in_atomic_block else _Batch()
+    batch.request_ids.update(ids)
+    if not connection.in_atomic_block:
+        batch()
 
 
 def _fill(batch: _Batch, cluster_id: str | None) -> None:

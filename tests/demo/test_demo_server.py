@@ -5,7 +5,11 @@ and 5). benchmarks/demo_concurrency.py measures the same at 200 calls and agains
 
 from __future__ import annotations
 
+import shutil
 import socket
+import subprocess
+
+import pytest
 
 from benchmarks.demo_concurrency import Demo, call, post_job, together
 
@@ -14,6 +18,19 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def assert_kubectl_lists_the_demo_nodes(kubeconfig):
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    listed = subprocess.run(
+        ["kubectl", "--kubeconfig", str(kubeconfig), "get", "nodes", "--no-headers", "-o", "name"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert len(listed.stdout.split()) == 24  # DEMO_NODES
 
 
 def test_a_running_demo_answers_100_concurrent_posts_without_a_reset_or_a_500(tmp_path):
@@ -27,6 +44,12 @@ def test_a_running_demo_answers_100_concurrent_posts_without_a_reset_or_a_500(tm
         assert {body["state"] for _, body, _ in results} <= {"admitted", "pending"}
         status, body, kind = call(port, "GET", "/api/v1/no-such-thing/", token=demo.tokens["alice"])
         assert (status, body["code"], kind) == (404, "not_found", "application/problem+json")
+        # the demo cluster's kubeconfig is kept beside the SQLite file (var/ by default) and printed
+        kubeconfig = tmp_path / "demo-kubeconfig.yaml"
+        assert f"    kubectl --kubeconfig {kubeconfig.resolve()} get nodes" in demo.banner
+        assert (tmp_path / "demo-kueue-kubeconfig.yaml").exists()
+        assert kubeconfig.stat().st_mode & 0o077 == 0  # it holds a bearer token
+        assert_kubectl_lists_the_demo_nodes(kubeconfig)
     finally:
         demo.stop()
     first_tokens = demo.tokens

@@ -161,7 +161,10 @@ def test_a_kueue_cluster_gets_no_resource_quota_or_claim_for_an_admitted_request
     gpus.refresh_from_db()
     assert gpus.state == "active"  # the lifecycle is the backend's business, not the request's
     assert gpus.cluster_objects[0]["kind"] == "ClusterQueue" and gpus.cluster_objects[0]["written"] is False
-    assert "enforces through Kueue (ClusterQueue vision)" in gpus.cluster_objects[0]["summary"]
+    assert (
+        "enforces through Kueue; the request raises ClusterQueue vision's nominal quota"
+        in (gpus.cluster_objects[0]["summary"])
+    )
 
 
 def test_the_same_request_on_a_resourcequota_cluster_writes_the_quota(cast, api, fleet):

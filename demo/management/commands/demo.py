@@ -16,11 +16,21 @@ from django.core.wsgi import get_wsgi_application
 import kubesim
 from demo.billing import seed_demo_billing
 from demo.capacity import seed_demo_capacity
+from demo.kueue import (
+    JOBS,
+    KUEUE_CLUSTER,
+    decide_when_synced,
+    seed_kueue_catalogue,
+    seed_kueue_cluster,
+    start_kueue_sim,
+    submit_demo_jobs,
+)
 from demo.loops import beat_loops, keep_running, sync_loop
 from demo.seed import seed_demo_cluster, seed_demo_organisation
 from demo.usage import seed_demo_usage
 from inventory.sync.service import sync_cluster
 from kubesim.controllers import CONTROLLER_NAMES
+from quotas.kueue_apply.service import apply_kueue
 
 DEMO_NODES = 24
 USAGE_RECHECK_SECONDS = 3600.0
@@ -32,6 +42,9 @@ USAGE_RECHECK_SECONDS = 3600.0
 SERVER_THREADS = 8
 SERVER_BACKLOG = 2048
 SERVER_CONNECTION_LIMIT = 1000
+# Where kubectl finds the simulated clusters (beside the demo's SQLite file: var/ by default).
+KUBECONFIG = "demo-kubeconfig.yaml"
+KUEUE_KUBECONFIG = "demo-kueue-kubeconfig.yaml"
 
 
 class Command(BaseCommand):
@@ -49,9 +62,19 @@ class Command(BaseCommand):
         call_command("migrate", verbosity=0, interactive=False)
         credentials = seed_demo_organisation(token_file=_token_file())
         # An in-process simulated cluster (mixed scenario: exclusive, MIG, time-slicing, MPS, HAMi, DRA),
-        # kept synced by a background thread while the server runs.
-        sim = kubesim.start(scenario="mixed", nodes=options["nodes"], seed=1, controllers=_controllers())
+        # kept synced by a background thread while the server runs; its kubeconfig is kept where a user
+        # can point kubectl at it.
+        state = _state_dir()
+        sim = kubesim.start(
+            scenario="mixed",
+            nodes=options["nodes"],
+            seed=1,
+            controllers=_controllers(),
+            kubeconfig_path=state / KUBECONFIG,
+        )
         cluster = seed_demo_cluster(kubeconfig=sim.kubeconfig_path.read_text())
+        # A second, small cluster enforced through Kueue (its CRDs and a stand-in for its controller).
+        kueue_sim = start_kueue_sim(kubeconfig_path=state / KUEUE_KUBECONFIG)
         stop = threading.Event()
         sync = sync_loop(cluster=cluster, stop=stop)
         # What beat runs in production (SLO evaluation, the admission loop, rollouts, hourly
@@ -63,6 +86,16 @@ class Command(BaseCommand):
         sync_cluster(cluster_id=cluster.pk)
         seed_demo_capacity(cluster=cluster)
         seed_demo_billing(cluster=cluster)  # rate cards and last month closed, with its report files
+        # demo-kueue, registered once the main catalogue is seeded (each catalogue write queues the
+        # apply of every kueue cluster): its pools, its catalogue (once), its Kueue objects, the Jobs.
+        kueue_cluster = seed_kueue_cluster(kubeconfig=kueue_sim.kubeconfig_path.read_text())
+        kueue_sync = sync_loop(cluster=kueue_cluster, stop=stop, name="demo-inventory-kueue")
+        sync_cluster(cluster_id=kueue_cluster.pk)
+        seed_kueue_catalogue(cluster=kueue_cluster)
+        apply_kueue(cluster_id=kueue_cluster.pk)
+        submit_demo_jobs(api_client=kueue_sim.api_client())
+        # gpuplatform's admission check decides the Jobs' Workloads once the sync has seen them.
+        checks = decide_when_synced(cluster=kueue_cluster, stop=stop)
         # A month of per-share usage (simulated without PROMETHEUS_URL), newest hour first, beside the
         # server: metering it takes minutes on SQLite. --seed-only meters the last day and returns.
         usage = threading.Thread(
@@ -79,7 +112,7 @@ class Command(BaseCommand):
         if options["seed_only"]:
             seed_demo_usage(cluster=cluster, days=1)
         else:
-            for thread in (sync, *beats, usage):
+            for thread in (sync, kueue_sync, checks, *beats, usage):
                 thread.start()
         url = f"http://{options['host']}:{options['port']}"
         lines = [
@@ -105,6 +138,12 @@ class Command(BaseCommand):
             '         -d \'{"tenant": "vision", "flavor": "h100", "amount": 1}\' \\',
             f"         {url}/api/v1/capacity-requests/",
             f"  Queues, quotas, approvals: {url}/queues/",
+            "  kubectl against the simulated clusters (kubeconfigs rewritten at each start):",
+            f"    kubectl --kubeconfig {_shown(sim.kubeconfig_path)} get nodes",
+            f"    kubectl --kubeconfig {_shown(kueue_sim.kubeconfig_path)} get clusterqueues,workloads -A",
+            f"  Cluster {KUEUE_CLUSTER} enforces through Kueue; the tenants' Jobs there, and what each"
+            " shows once gpuplatform's admission check decides it:",
+            *(f"    {job.namespace}/{job.name} ({job.gpus} H100): {job.shows}" for job in JOBS),
             "",
         ]
         self.stdout.write("\n".join(lines))
@@ -127,6 +166,7 @@ class Command(BaseCommand):
         finally:
             stop.set()
             sim.stop()
+            kueue_sim.stop()
 
 
 def _token_file() -> Path:
@@ -136,6 +176,26 @@ def _token_file() -> Path:
     if database["ENGINE"] == "django.db.backends.sqlite3":
         return Path(database["NAME"]).with_suffix(".tokens.json")
     return Path(settings.BASE_DIR) / "var" / "demo-tokens.json"
+
+
+def _state_dir() -> Path:
+    """Where the demo keeps files between runs: beside its SQLite file (var/ by default), or var/ on
+    another database."""
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        directory = Path(database["NAME"]).parent
+    else:
+        directory = Path(settings.BASE_DIR) / "var"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def _shown(path: Path) -> str:
+    """The path as typed from the checkout (``var/demo-kubeconfig.yaml``), absolute elsewhere."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path.resolve())
 
 
 def _controllers() -> Any:
