@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
@@ -45,6 +46,7 @@ ZERO = Decimal(0)
 ONE = Decimal(1)
 QTY = Decimal("1e-9")
 _HOUR = timedelta(hours=1)
+SliceKey = tuple[Any, datetime | None, datetime | None]
 
 
 def _per_bucket(field: str, cuts: list[Any]) -> dict[str, Sum]:
@@ -64,9 +66,15 @@ def _per_bucket(field: str, cuts: list[Any]) -> dict[str, Sum]:
 
 
 def compute_period_chargeback(
-    *, period: BillingPeriod, idle: str = IDLE_CENTRAL
+    *,
+    period: BillingPeriod,
+    idle: str = IDLE_CENTRAL,
+    slice_hours: int = 0,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Chargeback, dict[str, str]]:
     """The period's chargeback and the pool labels (pool id -> "cluster/pool"). Reads only.
+    ``slice_hours``: read the usage per cluster in slices of that many hours, each its own short
+    query, calling ``progress(done, of)`` after each (0: one scan of the month, one slice).
 
     The ledger is summed by the database in two queries (usage, capacity), grouped per pool, GPU
     model, tenant, flavor and meter, each group's sums apart per *price bucket*: the period cut at
@@ -108,24 +116,31 @@ def compute_period_chargeback(
     usage_rows: dict[tuple[Any, str, int], dict[tuple[str, str], dict[str, tuple[Decimal, Decimal]]]] = (
         defaultdict(lambda: defaultdict(dict))
     )
-    usage_groups: Iterable[Mapping[str, Any]] = (
-        UsageHour.objects.filter(period=period, meter__in=(Meter.ALLOCATED_GE_HOURS, Meter.USED_GE_HOURS))
-        .values("pool_id", "cluster_id", "pool_name", "gpu_model", "tenant_id", "flavor_name", "meter")
-        .annotate(**_per_bucket("quantity", cuts), **_per_bucket("card_hours", cuts))
-        .order_by()
-    )
-    for urow in usage_groups:
-        pools.setdefault(
-            (urow["pool_id"], urow["gpu_model"]), f"{clusters[urow['cluster_id']]}/{urow['pool_name']}"
+    slices = ledger_slices(period=period, clusters=list(clusters), hours=slice_hours)
+    for done, (cluster_id, start, end) in enumerate(slices, start=1):
+        usage_groups: Iterable[Mapping[str, Any]] = (
+            UsageHour.objects.filter(period=period, meter__in=(Meter.ALLOCATED_GE_HOURS, Meter.USED_GE_HOURS))
+            .filter(_in_slice(cluster_id, start, end))
+            .values("pool_id", "cluster_id", "pool_name", "gpu_model", "tenant_id", "flavor_name", "meter")
+            .annotate(**_per_bucket("quantity", cuts), **_per_bucket("card_hours", cuts))
+            .order_by()
         )
-        for i in spans:
-            if urow[f"quantity_{i}"] is None:
-                continue
-            key = (urow["pool_id"], urow["gpu_model"], i)
-            usage_rows[key][(str(urow["tenant_id"] or ""), urow["flavor_name"])][urow["meter"]] = (
-                urow[f"quantity_{i}"],
-                urow[f"card_hours_{i}"] or ZERO,
+        for urow in usage_groups:
+            pools.setdefault(
+                (urow["pool_id"], urow["gpu_model"]), f"{clusters[urow['cluster_id']]}/{urow['pool_name']}"
             )
+            for i in spans:
+                if urow[f"quantity_{i}"] is None:
+                    continue
+                key = (urow["pool_id"], urow["gpu_model"], i)
+                meters = usage_rows[key][(str(urow["tenant_id"] or ""), urow["flavor_name"])]
+                quantity, card_hours = meters.get(urow["meter"], (ZERO, ZERO))  # summed across slices
+                meters[urow["meter"]] = (
+                    quantity + urow[f"quantity_{i}"],
+                    card_hours + (urow[f"card_hours_{i}"] or ZERO),
+                )
+        if progress is not None:
+            progress(done, len(slices))
     usage: list[PricedUsage] = []
     capacity: list[PoolCapacity] = []
     for (pool_id, model), label in sorted(pools.items(), key=lambda item: (item[1], item[0][1])):
@@ -186,6 +201,28 @@ def compute_period_chargeback(
                 )
     usage.extend(_priced_adjustments(period=period, tenants=tenants))
     return compute_chargeback(usage=usage, capacity=capacity, idle=idle), pools_by_id(pools)
+
+
+def ledger_slices(*, period: BillingPeriod, clusters: list[Any], hours: int) -> list[SliceKey]:
+    """(cluster id, start, end) per slice of the period's usage; one slice of everything when
+    ``hours`` is 0. Per cluster and hour range, so each slice reads through the usage table's
+    (cluster, hour) index instead of scanning the month again."""
+    if hours <= 0:
+        return [(None, None, None)]
+    step = timedelta(hours=hours)
+    found: list[SliceKey] = []
+    for cluster_id in sorted(clusters, key=str):
+        start = period.starts_at
+        while start < period.ends_at:
+            found.append((cluster_id, start, min(start + step, period.ends_at)))
+            start += step
+    return found
+
+
+def _in_slice(cluster_id: Any, start: datetime | None, end: datetime | None) -> Q:
+    if cluster_id is None or start is None or end is None:
+        return Q()
+    return Q(cluster_id=cluster_id, hour__gte=start, hour__lt=end)
 
 
 def unpriced_card_hours_of(*, period: BillingPeriod) -> Decimal:
@@ -285,17 +322,25 @@ def _idle_of(corrected: PricedUsage, card_hours: Decimal) -> PricedUsage:
 
 
 def build_period_report(
-    *, period_id: uuid.UUID, at: datetime | None = None, idle: str | None = None
+    *,
+    period_id: uuid.UUID,
+    at: datetime | None = None,
+    idle: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> BillingPeriod:
     """Replace the period's report lines and summary with a fresh build (``idle``: central or
     distributed, else as last built). Locks the period only to replace the lines; refused once it is
-    closed. Idempotent: the same ledger gives the same lines."""
+    closed. Idempotent: the same ledger gives the same lines. ``progress(done, of)`` after each
+    slice of the ledger read (``settings.REPORT_BUILD_SLICE_HOURS``)."""
     period = _open_period(BillingPeriod.objects.filter(pk=period_id).first())
     mode = idle_mode_of(period, idle)
-    # Computed before the lock, from committed rows: summing a month of ledger takes a while (minutes
-    # on the demo's SQLite, where a write transaction stops every other writer, logins included).
-    # A draft is the ledger as read then; a close meanwhile wins, and this build is refused below.
-    chargeback, _ = compute_period_chargeback(period=period, idle=mode)
+    # Computed before the lock, from committed rows, in slices: summing a month of ledger takes a
+    # while (minutes on the demo's SQLite, where a write transaction stops every other writer,
+    # logins included). A draft is the ledger as read then; a close meanwhile wins, and this build is
+    # refused below. Only the replacement of the lines is a write transaction, and a short one.
+    chargeback, _ = compute_period_chargeback(
+        period=period, idle=mode, slice_hours=settings.REPORT_BUILD_SLICE_HOURS, progress=progress
+    )
     with transaction.atomic():
         period = _open_period(BillingPeriod.objects.select_for_update().filter(pk=period_id).first())
         store_report(period=period, chargeback=chargeback, mode=mode, at=at or timezone.now())

@@ -1,6 +1,7 @@
-"""The report sums the ledger per price bucket (the period cut at every rate card change) in one query:
-a price change splits one tenant's hours into two lines, an hour that starts at the change takes the
-new price, and a change of another model's card cuts the period without splitting this pool's lines.
+"""The report sums the ledger per price bucket (the period cut at every rate card change), in one
+query or in slices alike: a price change splits one tenant's hours into two lines, an hour that
+starts at the change takes the new price, and a change of another model's card cuts the period
+without splitting this pool's lines.
 
 Three hours of a 2-card H100 node around 2025-03-10 10:00, when H100 goes from 2.00 to 3.00 a GE-hour
 (T4 changes price an hour later, at 11:00):
@@ -55,9 +56,18 @@ def around_a_price_change(cast):
     return p
 
 
-def test_a_price_change_splits_a_tenants_hours_at_the_hour_it_starts(around_a_price_change):
+# 0: the month in one scan; 1: each hour its own slice (the 10:00 and 11:00 hours of one price are
+# read apart and added up); 24: a day a slice, as the demo reads SQLite. The same lines each way.
+@pytest.mark.parametrize("slice_hours", [0, 1, 24])
+def test_a_price_change_splits_a_tenants_hours_at_the_hour_it_starts(
+    around_a_price_change, settings, slice_hours
+):
+    settings.REPORT_BUILD_SLICE_HOURS = slice_hours
     p = around_a_price_change
-    build_period_report(period_id=p.period.pk)
+    read: list[tuple[int, int]] = []
+    build_period_report(period_id=p.period.pk, progress=lambda done, of: read.append((done, of)))
+    # one progress call per slice of the month (31 days of March), per cluster
+    assert len(read) == {0: 1, 1: 31 * 24, 24: 31}[slice_hours] and read[-1][0] == read[-1][1]
     lines = [
         (line.kind, line.tenant_slug, line.unit_price, line.card_hours, line.used_ge_hours, line.amount)
         for line in ReportLine.objects.filter(period=p.period).order_by("line_no")
