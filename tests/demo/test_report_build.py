@@ -240,14 +240,12 @@ def test_a_draft_report_builds_in_the_demo_sqlite_setup_while_20_api_calls_are_a
         shares = NODES * SHARES_PER_NODE // len(TENANTS)
         per_tenant = shares * hours * PRICE
         rollups = {
-            r["tenant"]: Decimal(r["amount"])
-            for r in period["summary"]["rollups"]  # type: ignore[index]
-            if r["tenant"] in TENANTS
+            r["tenant"]: Decimal(r["amount"]) for r in period["summary"]["rollups"] if r["tenant"] in TENANTS
         }
         assert rollups == dict.fromkeys(TENANTS, per_tenant)
         if hours == 720:
             assert per_tenant == Decimal("64800.00")
-        (reconciliation,) = period["summary"]["reconciliation"]  # type: ignore[index]
+        (reconciliation,) = period["summary"]["reconciliation"]
         assert Decimal(reconciliation["idle_card_hours"]) == NODES * (CARDS - SHARES_PER_NODE) * hours
         assert Decimal(reconciliation["physical"]) == NODES * CARDS * hours * PRICE
         assert reconciliation["holds"] is True
