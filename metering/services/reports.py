@@ -7,14 +7,14 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, Sum
+from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
@@ -35,6 +35,7 @@ from metering.models import (
     Credit,
     Meter,
     PeriodState,
+    RateCard,
     ReportLine,
     UsageHour,
 )
@@ -347,6 +348,47 @@ def build_period_report(
     return period
 
 
+@dataclass(frozen=True)
+class PreparedReport:
+    """A period's report computed outside any transaction, with the mark of what it was read from."""
+
+    mode: str
+    mark: tuple[Any, ...]
+    chargeback: Chargeback
+
+
+def prepare_report(*, period: BillingPeriod, idle: str | None = None) -> PreparedReport:
+    """Compute the report from committed rows, in slices, before any lock is taken; the mark is
+    taken first, so a change made while the ledger is read shows as a different mark."""
+    mode = idle_mode_of(period, idle)
+    mark = ledger_mark(period=period)
+    chargeback, _ = compute_period_chargeback(
+        period=period, idle=mode, slice_hours=settings.REPORT_BUILD_SLICE_HOURS
+    )
+    return PreparedReport(mode=mode, mark=mark, chargeback=chargeback)
+
+
+def ledger_mark(*, period: BillingPeriod) -> tuple[Any, ...]:
+    """What the period's report is computed from, in brief: rows of the ledger counted with their
+    newest write (re-metering an hour replaces its rows with newer ones), the rate cards and the
+    tenants as they are. Equal marks: the same report. A few aggregates, cheap beside the report."""
+    usage = UsageHour.objects.filter(period=period).aggregate(n=Count("pk"), last=Max("computed_at"))
+    capacity = CapacityHour.objects.filter(period=period).aggregate(n=Count("pk"), last=Max("computed_at"))
+    adjustments = Adjustment.objects.filter(period=period).aggregate(n=Count("pk"), last=Max("created_at"))
+    cards = RateCard.objects.order_by("pk").values_list(
+        "pk", "gpu_model", "flavor_id", "currency", "price_per_ge_hour", "basis", "blend_weight",
+        "effective_from", "effective_to",
+    )  # fmt: skip
+    tenants = Tenant.objects.order_by("pk").values_list("pk", "path", "slug", "cost_centre")
+    return (
+        tuple(usage.values()),
+        tuple(capacity.values()),
+        tuple(adjustments.values()),
+        tuple(cards),
+        tuple(tenants),
+    )
+
+
 def _open_period(period: BillingPeriod | None) -> BillingPeriod:
     if period is None:
         raise NotFound("No such billing period.")
@@ -363,10 +405,17 @@ def idle_mode_of(period: BillingPeriod, idle: str | None) -> str:
     return str(chosen)
 
 
-def write_report(*, period: BillingPeriod, at: datetime, idle: str | None = None) -> None:
-    """Inside the caller's transaction, with ``period`` locked and not closed."""
+def write_report(
+    *, period: BillingPeriod, at: datetime, idle: str | None = None, prepared: PreparedReport | None = None
+) -> None:
+    """Inside the caller's transaction, with ``period`` locked and not closed. ``prepared``, computed
+    before the lock (``prepare_report``), is stored when nothing it was read from has changed since;
+    otherwise the report is computed again here, under the lock."""
     mode = idle_mode_of(period, idle)
-    chargeback, _ = compute_period_chargeback(period=period, idle=mode)
+    if prepared is not None and prepared.mode == mode and prepared.mark == ledger_mark(period=period):
+        chargeback = prepared.chargeback
+    else:
+        chargeback, _ = compute_period_chargeback(period=period, idle=mode)
     store_report(period=period, chargeback=chargeback, mode=mode, at=at)
 
 

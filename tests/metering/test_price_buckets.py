@@ -16,9 +16,10 @@ from datetime import timedelta
 from decimal import Decimal as D
 
 import pytest
+from django.db import transaction
 
 from metering.models import RateCard, ReportLine
-from metering.services.reports import build_period_report
+from metering.services.reports import build_period_report, ledger_mark, prepare_report, write_report
 from tests.metering import rows
 from tests.metering.factories import HOUR
 
@@ -108,3 +109,38 @@ def test_distributed_idle_is_shared_at_each_price(around_a_price_change):
         ("nlp", D("2.00")): (D("0.166666667"), D("0.33")),
         ("vision", D("3.00")): (D("2"), D("6.00")),
     }
+
+
+def test_a_report_prepared_before_the_lock_is_computed_again_if_the_ledger_changed_meanwhile(
+    around_a_price_change, cast
+):
+    """Closing computes the final report before it takes the period's lock (a long write
+    transaction stops every writer on SQLite), then stores it only if nothing it was read from
+    changed: here nlp's late hour at 11:00 (0.5 GE at 3.00 = 1.50) lands between the two, and the
+    stored report has it."""
+    p = around_a_price_change
+    prepared = prepare_report(period=p.period)
+    unchanged = ledger_mark(period=p.period)
+    assert prepared.mark == unchanged
+    rows.held(p, tenant=cast.nlp, ge_hours="0.5", hour=AFTER)  # lands after the report was read
+    assert ledger_mark(period=p.period) != unchanged
+    with transaction.atomic():
+        write_report(period=p.period, at=AFTER, prepared=prepared)
+    nlp = ReportLine.objects.filter(period=p.period, tenant_slug="nlp", kind="charge")
+    assert sorted((line.unit_price, line.amount) for line in nlp) == [
+        (D("2.00"), D("1.00")),
+        (D("3.00"), D("1.50")),
+    ]
+
+    # and a rate card changed meanwhile counts as a change too
+    prepared = prepare_report(period=p.period)
+    RateCard.objects.filter(gpu_model="H100-80GB", effective_to__isnull=True).update(
+        price_per_ge_hour=D("4.00")
+    )
+    with transaction.atomic():
+        write_report(period=p.period, at=AFTER, prepared=prepared)
+    nlp = ReportLine.objects.filter(period=p.period, tenant_slug="nlp", kind="charge")
+    assert sorted((line.unit_price, line.amount) for line in nlp) == [
+        (D("2.00"), D("1.00")),
+        (D("4.00"), D("2.00")),
+    ]
