@@ -18,6 +18,7 @@ from inventory.models import Node
 from policies.models import NodePolicyState, Rollout
 from quotas.models import Budget, Quota
 from tests.browser.conftest import log_in, watch
+from tests.browser.test_page_widths import docs_shot
 from tests.dashboards.test_pool_dashboard import card_use, metered, node_with_cards
 from tests.dashboards.test_tenant_dashboard import GPU, at, request, used
 from tests.inventory import factories as inv
@@ -122,6 +123,8 @@ def test_dashboards_draw_their_figures_and_say_when_there_are_none(
             " return [s[k].title.text, s[v].title.text]; }"
         )
         assert tuple(drawn) == titles, (canvas, drawn)
+    page.get_by_test_id(f"holding-{flavor.name}").scroll_into_view_if_needed()
+    docs_shot(page, "tenant-dashboard-axes")
     holding = page.get_by_test_id(f"holding-{flavor.name}")
     expect(holding.locator("header")).to_contain_text(
         "nominal 1.0 GE · peak held 2.933 GE · peak borrowed 1.933 GE · used 2.3 GE-hours · 1 incomplete hour"
