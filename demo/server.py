@@ -30,6 +30,10 @@ def configure_demo_process() -> None:
     if "metering.build_report" not in settings.EAGER_TASKS_IN_THREADS:
         settings.EAGER_TASKS_IN_THREADS = (*settings.EAGER_TASKS_IN_THREADS, "metering.build_report")
     settings.REPORT_BUILD_SLICE_HOURS = REPORT_SLICE_HOURS
+    # Without a Prometheus, beat's hourly metering and its retries read the simulated usage the demo
+    # backfills with (demo/usage.py); without this each hour raised "no usage source", per cluster.
+    if not settings.PROMETHEUS_URL:
+        settings.METERING_SIMULATED_USAGE = True
 
 
 def serve(*, host: str, port: int) -> None:

@@ -50,6 +50,7 @@ from gpuplatform.accounts.models import TokenScope, User
 from gpuplatform.accounts.tokens import issue_api_token
 from inventory.models import Cluster
 from metering.models import CapacityHour, Meter, UsageHour
+from metering.services.collection import usage_source_for
 from metering.services.periods import ensure_period, month_of
 from metering.services.rates import create_rate_card
 from tenants.models import Tenant
@@ -108,7 +109,7 @@ threading.Thread(target=serve, kwargs={"host": "127.0.0.1", "port": port}, daemo
 parent = Tenant.objects.get(slug="platform")
 print("READY " + json.dumps({
     "port": port, "tokens": tokens, "period": str(period.pk), "hours": hours, "rows": len(usage),
-    "parent": str(parent.pk),
+    "parent": str(parent.pk), "usage_source": usage_source_for(cluster_id=cluster.pk)[0].name,
 }), flush=True)
 sys.stdin.read()  # serve until the test closes our stdin
 """
@@ -167,6 +168,8 @@ def test_a_draft_report_builds_in_the_demo_sqlite_setup_while_20_api_calls_are_a
         port = int(str(ready["port"]))
         tokens: dict[str, str] = ready["tokens"]  # type: ignore[assignment]
         hours = int(str(ready["hours"]))
+        # beat's hourly metering in the demo reads the simulated usage (no Prometheus here)
+        assert ready["usage_source"] == "simulated"
         status, job, took = _timed(
             port, "POST", "/api/v1/report-jobs/", token=tokens["fiona"], body={"period": ready["period"]}
         )
