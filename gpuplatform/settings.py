@@ -296,6 +296,10 @@ ADMISSION_LOOP_SECONDS = float(env_int("ADMISSION_LOOP_SECONDS", 30))
 # Where tasks run eagerly, these run in a thread of their own instead of inside the caller
 # (gpuplatform/celery.py); the demo names its report build.
 EAGER_TASKS_IN_THREADS: tuple[str, ...] = ()
+# A report build reads the month's usage in slices of this many hours, each its own short query,
+# with the job's progress recorded between them; 0 reads it in one scan (PostgreSQL hashes a month
+# in one pass, docs/benchmarks.md). The demo reads SQLite a day at a time (demo/server.py).
+REPORT_BUILD_SLICE_HOURS = env_int("REPORT_BUILD_SLICE_HOURS", 0)
 # The overview's "what needs attention" names requests pending longer than this (quotas/attention.py);
 # the queue-wait SLO's default target (docs/slos.md), which quotas cannot read from metering.
 QUEUE_WAIT_ATTENTION_SECONDS = env_int("QUEUE_WAIT_ATTENTION_SECONDS", 600)

@@ -25,6 +25,26 @@ class MeteringConfig(AppConfig):
 
         register()
         register_collector("slos", collect)
+        self._register_names()
+
+    @staticmethod
+    def _register_names() -> None:
+        """The audit log names metering's objects (a period by its label, a report job by its
+        period's) instead of printing their ids."""
+        from gpuplatform.audit.naming import by_field, register_names
+        from metering.models import BillingPeriod, ReportJob
+        from metering.models.slos import AlertReceiver, Slo
+
+        job_period = by_field(ReportJob, "period__label")
+        register_names(
+            object_type="metering.billingperiod", names=by_field(BillingPeriod, "label"), fields=("period",)
+        )
+        register_names(
+            object_type="metering.reportjob",
+            names=lambda ids: {pk: f"report of {label}" for pk, label in job_period(ids).items()},
+        )
+        register_names(object_type="metering.slo", names=by_field(Slo, "name"))
+        register_names(object_type="metering.alertreceiver", names=by_field(AlertReceiver, "name"))
 
     @staticmethod
     def _register_dashboards() -> None:

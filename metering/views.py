@@ -21,6 +21,7 @@ from django.views.decorators.http import require_POST
 from gpuplatform.errors import DomainError
 from gpuplatform.input_warnings import InputWarning, confirmed
 from gpuplatform.ui.auth import current_user
+from gpuplatform.ui.in_place import form_status, go_on
 from metering.api.usage_buckets import bucketed
 from metering.forms import (
     CloseForm,
@@ -147,7 +148,7 @@ def rate_cards(request: HttpRequest) -> HttpResponse:
                 form.add_error(exc.field if exc.field in form.fields else None, exc.message)
             else:
                 messages.success(request, f"Rate card added: {card}.")
-                return redirect("metering-rate-cards")
+                return go_on(request, "metering-rate-cards")
     cards = (
         RateCard.objects.visible_to(user)
         .select_related("flavor")
@@ -175,7 +176,7 @@ def rate_cards(request: HttpRequest) -> HttpResponse:
         "query": f"model={model}" if model else "",
         "warnings": warnings,
     }
-    return render(request, "metering/rate_cards.html", context, status=400 if form.errors else 200)
+    return render(request, "metering/rate_cards.html", context, status=form_status(request, form))
 
 
 def _priced_card(request: HttpRequest, card_id: str) -> tuple[Any, RateCard]:
@@ -217,9 +218,9 @@ def rate_card_edit(request: HttpRequest, card_id: str) -> HttpResponse:
                 form.add_error(exc.field if exc.field in form.fields else None, exc.message)
             else:
                 messages.success(request, f"Saved the rate card {card}.")
-                return redirect("metering-rate-cards")
+                return go_on(request, "metering-rate-cards")
     context = {"card": card, "form": form, "in_effect": in_effect, "warnings": warnings}
-    return render(request, "metering/rate_card_edit.html", context, status=400 if form.errors else 200)
+    return render(request, "metering/rate_card_edit.html", context, status=form_status(request, form))
 
 
 @login_required
@@ -239,7 +240,7 @@ def rate_card_end(request: HttpRequest, card_id: str) -> HttpResponse:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         else:
             messages.success(request, f"Ended the rate card {card}.")
-            return redirect("metering-rate-cards")
+            return go_on(request, "metering-rate-cards")
     following = (
         RateCard.objects.filter(gpu_model=card.gpu_model, effective_from__gt=card.effective_from)
         .filter(Q(flavor__isnull=True) if card.flavor_id is None else Q(flavor_id=card.flavor_id))
@@ -247,7 +248,7 @@ def rate_card_end(request: HttpRequest, card_id: str) -> HttpResponse:
         .first()
     )
     context = {"card": card, "form": form, "following": following}
-    return render(request, "metering/rate_card_end.html", context, status=400 if form.errors else 200)
+    return render(request, "metering/rate_card_end.html", context, status=form_status(request, form))
 
 
 @login_required

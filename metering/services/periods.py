@@ -15,7 +15,7 @@ from django.utils import timezone
 from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.errors import Conflict, Forbidden, NotFound
 from metering.models import BillingPeriod, PeriodState
-from metering.services.reports import write_report
+from metering.services.reports import prepare_report, write_report
 from metering.services.statements import issue_statements
 
 
@@ -111,6 +111,13 @@ def close_billing_period(
     with unpriced card-hours closes only with ``acknowledge_unpriced`` (else 409, nothing written):
     they would be frozen at no cost; the audit event records the hours and the acknowledgement."""
     now = now or timezone.now()
+    # The final report is computed first, from committed rows and in slices, outside the transaction:
+    # on the demo's SQLite a write transaction stops every other writer while it lasts. Under the
+    # lock it is stored if nothing it was read from changed meanwhile, else computed again there.
+    found = BillingPeriod.objects.filter(pk=period_id).first() if _may_close(actor) else None
+    prepared = None
+    if found is not None and found.state == PeriodState.CLOSING and now >= found.ends_at:
+        prepared = prepare_report(period=found, idle=idle)
     with transaction.atomic():
         period = _lock_unclosed(actor=actor, period_id=period_id)
         if now < period.ends_at:
@@ -122,7 +129,7 @@ def close_billing_period(
                 code="period_not_closing",
             )
         before = snapshot(period, AUDITED)
-        write_report(period=period, at=now, idle=idle)
+        write_report(period=period, at=now, idle=idle, prepared=prepared)
         unpriced = Decimal(period.summary.get("unpriced_card_hours", "0"))
         if unpriced and not acknowledge_unpriced:
             # Raised inside the transaction: the report just written is rolled back with it.

@@ -100,8 +100,13 @@ def run_report_job(*, job_id: uuid.UUID, now: Callable[[], datetime] = timezone.
     try:
         period = job.period
         if period.state != PeriodState.CLOSED:
-            _progress(job, 5, "building the report lines")
-            period = build_period_report(period_id=period.pk, at=now(), idle=job.idle or None)
+            _progress(job, 5, "reading the ledger")
+
+            def read(done: int, of: int) -> None:  # 5 % .. 40 % while the ledger is read
+                if of > 1:
+                    _progress(job, 5 + 35 * done // of, f"reading the ledger: {done} of {of} slices")
+
+            period = build_period_report(period_id=period.pk, at=now(), idle=job.idle or None, progress=read)
         else:
             _progress(job, 5, "the period is closed: exporting its frozen lines")
         count = ReportLine.objects.filter(period=period).count()

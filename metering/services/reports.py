@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import Q, Sum
+from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 
 from gpuplatform.errors import Conflict, NotFound, ValidationFailed
@@ -34,6 +35,7 @@ from metering.models import (
     Credit,
     Meter,
     PeriodState,
+    RateCard,
     ReportLine,
     UsageHour,
 )
@@ -46,6 +48,7 @@ ZERO = Decimal(0)
 ONE = Decimal(1)
 QTY = Decimal("1e-9")
 _HOUR = timedelta(hours=1)
+SliceKey = tuple[Any, datetime | None, datetime | None]
 
 
 def _per_bucket(field: str, cuts: list[Any]) -> dict[str, Sum]:
@@ -65,9 +68,15 @@ def _per_bucket(field: str, cuts: list[Any]) -> dict[str, Sum]:
 
 
 def compute_period_chargeback(
-    *, period: BillingPeriod, idle: str = IDLE_CENTRAL
+    *,
+    period: BillingPeriod,
+    idle: str = IDLE_CENTRAL,
+    slice_hours: int = 0,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Chargeback, dict[str, str]]:
     """The period's chargeback and the pool labels (pool id -> "cluster/pool"). Reads only.
+    ``slice_hours``: read the usage per cluster in slices of that many hours, each its own short
+    query, calling ``progress(done, of)`` after each (0: one scan of the month, one slice).
 
     The ledger is summed by the database in two queries (usage, capacity), grouped per pool, GPU
     model, tenant, flavor and meter, each group's sums apart per *price bucket*: the period cut at
@@ -110,24 +119,31 @@ def compute_period_chargeback(
     usage_rows: dict[tuple[Any, str, int], dict[tuple[str, str], dict[str, tuple[Decimal, Decimal]]]] = (
         defaultdict(lambda: defaultdict(dict))
     )
-    usage_groups: Iterable[Mapping[str, Any]] = (
-        UsageHour.objects.filter(period=period, meter__in=(Meter.ALLOCATED_GE_HOURS, Meter.USED_GE_HOURS))
-        .values("pool_id", "cluster_id", "pool_name", "gpu_model", "tenant_id", "flavor_name", "meter")
-        .annotate(**_per_bucket("quantity", cuts), **_per_bucket("card_hours", cuts))
-        .order_by()
-    )
-    for urow in usage_groups:
-        pools.setdefault(
-            (urow["pool_id"], urow["gpu_model"]), f"{clusters[urow['cluster_id']]}/{urow['pool_name']}"
+    slices = ledger_slices(period=period, clusters=list(clusters), hours=slice_hours)
+    for done, (cluster_id, start, end) in enumerate(slices, start=1):
+        usage_groups: Iterable[Mapping[str, Any]] = (
+            UsageHour.objects.filter(period=period, meter__in=(Meter.ALLOCATED_GE_HOURS, Meter.USED_GE_HOURS))
+            .filter(_in_slice(cluster_id, start, end))
+            .values("pool_id", "cluster_id", "pool_name", "gpu_model", "tenant_id", "flavor_name", "meter")
+            .annotate(**_per_bucket("quantity", cuts), **_per_bucket("card_hours", cuts))
+            .order_by()
         )
-        for i in spans:
-            if urow[f"quantity_{i}"] is None:
-                continue
-            key = (urow["pool_id"], urow["gpu_model"], i)
-            usage_rows[key][(str(urow["tenant_id"] or ""), urow["flavor_name"])][urow["meter"]] = (
-                urow[f"quantity_{i}"],
-                urow[f"card_hours_{i}"] or ZERO,
+        for urow in usage_groups:
+            pools.setdefault(
+                (urow["pool_id"], urow["gpu_model"]), f"{clusters[urow['cluster_id']]}/{urow['pool_name']}"
             )
+            for i in spans:
+                if urow[f"quantity_{i}"] is None:
+                    continue
+                key = (urow["pool_id"], urow["gpu_model"], i)
+                meters = usage_rows[key][(str(urow["tenant_id"] or ""), urow["flavor_name"])]
+                quantity, card_hours = meters.get(urow["meter"], (ZERO, ZERO))  # summed across slices
+                meters[urow["meter"]] = (
+                    quantity + urow[f"quantity_{i}"],
+                    card_hours + (urow[f"card_hours_{i}"] or ZERO),
+                )
+        if progress is not None:
+            progress(done, len(slices))
     usage: list[PricedUsage] = []
     capacity: list[PoolCapacity] = []
     for (pool_id, model), label in sorted(pools.items(), key=lambda item: (item[1], item[0][1])):
@@ -188,6 +204,28 @@ def compute_period_chargeback(
                 )
     usage.extend(_priced_adjustments(period=period, tenants=tenants))
     return compute_chargeback(usage=usage, capacity=capacity, idle=idle), pools_by_id(pools)
+
+
+def ledger_slices(*, period: BillingPeriod, clusters: list[Any], hours: int) -> list[SliceKey]:
+    """(cluster id, start, end) per slice of the period's usage; one slice of everything when
+    ``hours`` is 0. Per cluster and hour range, so each slice reads through the usage table's
+    (cluster, hour) index instead of scanning the month again."""
+    if hours <= 0:
+        return [(None, None, None)]
+    step = timedelta(hours=hours)
+    found: list[SliceKey] = []
+    for cluster_id in sorted(clusters, key=str):
+        start = period.starts_at
+        while start < period.ends_at:
+            found.append((cluster_id, start, min(start + step, period.ends_at)))
+            start += step
+    return found
+
+
+def _in_slice(cluster_id: Any, start: datetime | None, end: datetime | None) -> Q:
+    if cluster_id is None or start is None or end is None:
+        return Q()
+    return Q(cluster_id=cluster_id, hour__gte=start, hour__lt=end)
 
 
 def unpriced_card_hours_of(*, period: BillingPeriod) -> Decimal:
@@ -291,21 +329,70 @@ def _idle_of(corrected: PricedUsage, card_hours: Decimal) -> PricedUsage:
 
 
 def build_period_report(
-    *, period_id: uuid.UUID, at: datetime | None = None, idle: str | None = None
+    *,
+    period_id: uuid.UUID,
+    at: datetime | None = None,
+    idle: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> BillingPeriod:
     """Replace the period's report lines and summary with a fresh build (``idle``: central or
     distributed, else as last built). Locks the period only to replace the lines; refused once it is
-    closed. Idempotent: the same ledger gives the same lines."""
+    closed. Idempotent: the same ledger gives the same lines. ``progress(done, of)`` after each
+    slice of the ledger read (``settings.REPORT_BUILD_SLICE_HOURS``)."""
     period = _open_period(BillingPeriod.objects.filter(pk=period_id).first())
     mode = idle_mode_of(period, idle)
-    # Computed before the lock, from committed rows: summing a month of ledger takes a while (minutes
-    # on the demo's SQLite, where a write transaction stops every other writer, logins included).
-    # A draft is the ledger as read then; a close meanwhile wins, and this build is refused below.
-    chargeback, _ = compute_period_chargeback(period=period, idle=mode)
+    # Computed before the lock, from committed rows, in slices: summing a month of ledger takes a
+    # while (minutes on the demo's SQLite, where a write transaction stops every other writer,
+    # logins included). A draft is the ledger as read then; a close meanwhile wins, and this build is
+    # refused below. Only the replacement of the lines is a write transaction, and a short one.
+    chargeback, _ = compute_period_chargeback(
+        period=period, idle=mode, slice_hours=settings.REPORT_BUILD_SLICE_HOURS, progress=progress
+    )
     with transaction.atomic():
         period = _open_period(BillingPeriod.objects.select_for_update().filter(pk=period_id).first())
         store_report(period=period, chargeback=chargeback, mode=mode, at=at or timezone.now())
     return period
+
+
+@dataclass(frozen=True)
+class PreparedReport:
+    """A period's report computed outside any transaction, with the mark of what it was read from."""
+
+    mode: str
+    mark: tuple[Any, ...]
+    chargeback: Chargeback
+
+
+def prepare_report(*, period: BillingPeriod, idle: str | None = None) -> PreparedReport:
+    """Compute the report from committed rows, in slices, before any lock is taken; the mark is
+    taken first, so a change made while the ledger is read shows as a different mark."""
+    mode = idle_mode_of(period, idle)
+    mark = ledger_mark(period=period)
+    chargeback, _ = compute_period_chargeback(
+        period=period, idle=mode, slice_hours=settings.REPORT_BUILD_SLICE_HOURS
+    )
+    return PreparedReport(mode=mode, mark=mark, chargeback=chargeback)
+
+
+def ledger_mark(*, period: BillingPeriod) -> tuple[Any, ...]:
+    """What the period's report is computed from, in brief: rows of the ledger counted with their
+    newest write (re-metering an hour replaces its rows with newer ones), the rate cards and the
+    tenants as they are. Equal marks: the same report. A few aggregates, cheap beside the report."""
+    usage = UsageHour.objects.filter(period=period).aggregate(n=Count("pk"), last=Max("computed_at"))
+    capacity = CapacityHour.objects.filter(period=period).aggregate(n=Count("pk"), last=Max("computed_at"))
+    adjustments = Adjustment.objects.filter(period=period).aggregate(n=Count("pk"), last=Max("created_at"))
+    cards = RateCard.objects.order_by("pk").values_list(
+        "pk", "gpu_model", "flavor_id", "currency", "price_per_ge_hour", "basis", "blend_weight",
+        "effective_from", "effective_to",
+    )  # fmt: skip
+    tenants = Tenant.objects.order_by("pk").values_list("pk", "path", "slug", "cost_centre")
+    return (
+        tuple(usage.values()),
+        tuple(capacity.values()),
+        tuple(adjustments.values()),
+        tuple(cards),
+        tuple(tenants),
+    )
 
 
 def _open_period(period: BillingPeriod | None) -> BillingPeriod:
@@ -324,10 +411,17 @@ def idle_mode_of(period: BillingPeriod, idle: str | None) -> str:
     return str(chosen)
 
 
-def write_report(*, period: BillingPeriod, at: datetime, idle: str | None = None) -> None:
-    """Inside the caller's transaction, with ``period`` locked and not closed."""
+def write_report(
+    *, period: BillingPeriod, at: datetime, idle: str | None = None, prepared: PreparedReport | None = None
+) -> None:
+    """Inside the caller's transaction, with ``period`` locked and not closed. ``prepared``, computed
+    before the lock (``prepare_report``), is stored when nothing it was read from has changed since;
+    otherwise the report is computed again here, under the lock."""
     mode = idle_mode_of(period, idle)
-    chargeback, _ = compute_period_chargeback(period=period, idle=mode)
+    if prepared is not None and prepared.mode == mode and prepared.mark == ledger_mark(period=period):
+        chargeback = prepared.chargeback
+    else:
+        chargeback, _ = compute_period_chargeback(period=period, idle=mode)
     store_report(period=period, chargeback=chargeback, mode=mode, at=at)
 
 

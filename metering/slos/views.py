@@ -14,7 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -23,6 +23,7 @@ from gpuplatform.errors import DomainError
 from gpuplatform.outbound.policy import redact_url
 from gpuplatform.sli_sources import sli_kind
 from gpuplatform.ui.auth import current_user
+from gpuplatform.ui.in_place import form_status, go_on
 from metering.slos import services as slo_services
 from metering.slos.forms import ReceiverForm, SloForm
 from metering.slos.models import AlertDelivery, AlertReceiver, AlertState, SliSample, Slo, SloAlert
@@ -124,12 +125,12 @@ def slo_create(request: HttpRequest) -> HttpResponse:
             _refused(form, error)
         else:
             messages.success(request, f"Created the SLO {slo.name}. It is measured at the next evaluation.")
-            return redirect("slo-detail", slo_id=slo.pk)
+            return go_on(request, "slo-detail", slo_id=slo.pk)
     return render(
         request,
         "metering/slo_form.html",
         {"form": form, "title": "New SLO"},
-        status=400 if form.errors else 200,
+        status=form_status(request, form),
     )
 
 
@@ -145,9 +146,9 @@ def slo_edit(request: HttpRequest, slo_id: str) -> HttpResponse:
             _refused(form, error)
         else:
             messages.success(request, f"Saved the SLO {slo.name}.")
-            return redirect("slo-detail", slo_id=slo.pk)
+            return go_on(request, "slo-detail", slo_id=slo.pk)
     context = {"form": form, "title": f"Edit SLO {slo.name}", "slo": slo}
-    return render(request, "metering/slo_form.html", context, status=400 if form.errors else 200)
+    return render(request, "metering/slo_form.html", context, status=form_status(request, form))
 
 
 @login_required
@@ -159,9 +160,9 @@ def slo_delete(request: HttpRequest, slo_id: str) -> HttpResponse:
         slo_services.delete_slo(actor=user, slo_id=slo.pk)
     except DomainError as error:
         messages.error(request, error.message)
-        return redirect("slo-detail", slo_id=slo.pk)
+        return go_on(request, "slo-detail", slo_id=slo.pk)
     messages.success(request, f"Deleted the SLO {slo.name}, its samples and its alerts.")
-    return redirect("slo-list")
+    return go_on(request, "slo-list")
 
 
 @login_required
@@ -189,9 +190,9 @@ def receiver_create(request: HttpRequest) -> HttpResponse:
             _refused(form, error)
         else:
             messages.success(request, f"Added the alert receiver {receiver.name}.")
-            return redirect("slo-receivers")
+            return go_on(request, "slo-receivers")
     context = {"form": form, "title": "New alert receiver"}
-    return render(request, "metering/receiver_form.html", context, status=400 if form.errors else 200)
+    return render(request, "metering/receiver_form.html", context, status=form_status(request, form))
 
 
 @login_required
@@ -206,14 +207,14 @@ def receiver_edit(request: HttpRequest, receiver_id: str) -> HttpResponse:
             _refused(form, error)
         else:
             messages.success(request, f"Saved the alert receiver {receiver.name}.")
-            return redirect("slo-receivers")
+            return go_on(request, "slo-receivers")
     context = {
         "form": form,
         "title": f"Edit alert receiver {receiver.name}",
         "receiver": receiver,
         "slos": receiver.slos.order_by("name"),
     }
-    return render(request, "metering/receiver_form.html", context, status=400 if form.errors else 200)
+    return render(request, "metering/receiver_form.html", context, status=form_status(request, form))
 
 
 @login_required
@@ -225,6 +226,6 @@ def receiver_delete(request: HttpRequest, receiver_id: str) -> HttpResponse:
         slo_services.delete_receiver(actor=user, receiver_id=receiver.pk)
     except DomainError as error:
         messages.error(request, error.message)
-        return redirect("slo-receiver-edit", receiver_id=receiver.pk)
+        return go_on(request, "slo-receiver-edit", receiver_id=receiver.pk)
     messages.success(request, f"Deleted the alert receiver {receiver.name}.")
-    return redirect("slo-receivers")
+    return go_on(request, "slo-receivers")

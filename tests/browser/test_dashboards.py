@@ -18,6 +18,7 @@ from inventory.models import Node
 from policies.models import NodePolicyState, Rollout
 from quotas.models import Budget, Quota
 from tests.browser.conftest import log_in, watch
+from tests.browser.test_page_widths import docs_shot
 from tests.dashboards.test_pool_dashboard import card_use, metered, node_with_cards
 from tests.dashboards.test_tenant_dashboard import GPU, at, request, used
 from tests.inventory import factories as inv
@@ -103,14 +104,27 @@ def test_dashboards_draw_their_figures_and_say_when_there_are_none(
     needs.get_by_role("link", name="1 budget near the limit or forecast over it").click()
     assert page.url == f"{base}/tenants/{cast.vision.pk}/dashboard/"
 
-    # three charts, each drawn by Chart.js
-    for canvas in ("holding-", "tenant-waits-data", "tenant-budgets-data"):
+    # three charts, each drawn by Chart.js, both axes titled: what the labels are, and the unit
+    axes = {
+        "holding-": ("Hour (day hour, UTC)", "GE"),
+        "tenant-waits-data": ("Day", "min"),
+        "tenant-budgets-data": ("Budget", "GE-hours"),
+    }
+    for canvas, titles in axes.items():
         chart = page.locator(f"canvas[data-chart^='{canvas}']")
         expect(chart).to_have_count(1)
         page.wait_for_function(
             "el => window.Chart && Chart.getChart(el) !== undefined && el.width > 0 && el.height > 0",
             arg=chart.element_handle(),
         )
+        drawn = chart.evaluate(
+            "el => { const c = Chart.getChart(el), s = c.options.scales;"
+            " const v = c.options.indexAxis === 'x' ? 'y' : 'x', k = v === 'y' ? 'x' : 'y';"
+            " return [s[k].title.text, s[v].title.text]; }"
+        )
+        assert tuple(drawn) == titles, (canvas, drawn)
+    page.get_by_test_id(f"holding-{flavor.name}").scroll_into_view_if_needed()
+    docs_shot(page, "tenant-dashboard-axes")
     holding = page.get_by_test_id(f"holding-{flavor.name}")
     expect(holding.locator("header")).to_contain_text(
         "nominal 1.0 GE · peak held 2.933 GE · peak borrowed 1.933 GE · used 2.3 GE-hours · 1 incomplete hour"

@@ -39,6 +39,7 @@ def test_fiona_ends_a_rate_card_after_a_confirmation(transactional_db, cast, pag
         "unpriced card-hours, never priced at zero"
     )
     page.fill("input[name=effective_to]", f"{end:%Y-%m-%d %H:%M}")
+    page.evaluate("window.stillThisPage = true")  # gone if the browser loaded a page afresh
     page.get_by_role("button", name="End the card").click()
     # not yet confirmed: said so, nothing changed
     expect(page.get_by_test_id("error-confirm")).to_be_visible()
@@ -50,6 +51,9 @@ def test_fiona_ends_a_rate_card_after_a_confirmation(transactional_db, cast, pag
     page.get_by_role("button", name="End the card").click()
 
     expect(page.get_by_role("status")).to_contain_text("Ended the rate card")
+    # answered in place (htmx): the refusal and the result without a page load, the list's URL pushed
+    assert page.evaluate("window.stillThisPage") is True
+    assert page.url.endswith("/metering/rate-cards/")
     card.refresh_from_db()
     assert card.effective_to == end
     expect(page.get_by_test_id(f"rate-card-{card.pk}")).not_to_contain_text("until further notice")

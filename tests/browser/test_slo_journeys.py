@@ -47,6 +47,7 @@ def test_a_platform_admin_creates_edits_and_deletes_an_slo_and_its_receiver(
     page.fill("input[name=objective_percent]", "100")
     page.fill("input[name=within_seconds]", "120")
     page.get_by_label("oncall").check()
+    page.evaluate("window.stillThisPage = true")  # gone if the browser loaded a page afresh
     page.click("button:text('Save')")
     expect(page.get_by_test_id("error-objective_percent")).to_contain_text("strictly between 0 and 100")
     assert not Slo.objects.exists()
@@ -56,6 +57,9 @@ def test_a_platform_admin_creates_edits_and_deletes_an_slo_and_its_receiver(
     expect(page.get_by_role("status")).to_contain_text("Created the SLO queue-wait.")
     expect(page.get_by_test_id("slo-evaluated")).to_contain_text("Never evaluated")
     slo = Slo.objects.get(name="queue-wait")
+    # answered in place (htmx): the refusal, then the new SLO's page, without a page load; its URL pushed
+    assert page.evaluate("window.stillThisPage") is True
+    assert page.url.endswith(f"/slos/{slo.pk}/")
     assert (slo.objective, slo.params, [r.name for r in slo.receivers.all()]) == (
         Decimal("0.995"),
         {"within_seconds": 120},
@@ -93,6 +97,7 @@ def test_a_platform_admin_creates_edits_and_deletes_an_slo_and_its_receiver(
     shot(page, "slo-delete-confirmation")
     page.get_by_role("button", name="Delete queue-wait").click()
     expect(page.get_by_role("status")).to_contain_text("Deleted the SLO queue-wait")
+    assert page.url.endswith("/slos/")
     expect(page.get_by_test_id("no-slos")).to_be_visible()
     assert not Slo.objects.exists()
 

@@ -4,11 +4,15 @@ of the overview's "Recent changes" unless asked for."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from django.db import transaction
 
 from gpuplatform.audit.models import AuditEvent
 from gpuplatform.audit.services import record_event
+from metering.services.periods import ensure_period
+from metering.services.report_jobs import request_report_job
 from quotas.services.requests import cancel_request, submit_request
 from tests.quotas.conftest import make_catalog
 
@@ -52,3 +56,14 @@ def test_bookkeeping_is_hidden_from_the_log_and_recent_changes_unless_asked_for(
     recent = overview[overview.index("Recent changes") :]
     assert "usage.adjustment_booked" not in recent and "capacity_request.created" in recent
     assert AuditEvent.objects.filter(action="usage.adjustment_booked").count() == 30  # kept, not deleted
+
+
+def test_the_log_names_a_report_job_by_its_period(cast, client):
+    """Recent changes showed "report 5149d17f-... done 100%" in the demo: a job is named by its
+    period now."""
+    period = ensure_period(at=datetime(2025, 3, 10, tzinfo=UTC))
+    job = request_report_job(actor=cast.pat, period_id=period.pk)
+    client.force_login(cast.pat)
+    html = client.get("/audit/").content.decode()
+    assert "report of 2025-03" in html and f"report {job.pk}" not in html
+    assert str(period.pk) not in html

@@ -1,6 +1,7 @@
-"""The report sums the ledger per price bucket (the period cut at every rate card change) in one query:
-a price change splits one tenant's hours into two lines, an hour that starts at the change takes the
-new price, and a change of another model's card cuts the period without splitting this pool's lines.
+"""The report sums the ledger per price bucket (the period cut at every rate card change), in one
+query or in slices alike: a price change splits one tenant's hours into two lines, an hour that
+starts at the change takes the new price, and a change of another model's card cuts the period
+without splitting this pool's lines.
 
 Three hours of a 2-card H100 node around 2025-03-10 10:00, when H100 goes from 2.00 to 3.00 a GE-hour
 (T4 changes price an hour later, at 11:00):
@@ -15,9 +16,10 @@ from datetime import timedelta
 from decimal import Decimal as D
 
 import pytest
+from django.db import transaction
 
 from metering.models import RateCard, ReportLine
-from metering.services.reports import build_period_report
+from metering.services.reports import build_period_report, ledger_mark, prepare_report, write_report
 from tests.metering import rows
 from tests.metering.factories import HOUR
 
@@ -55,9 +57,18 @@ def around_a_price_change(cast):
     return p
 
 
-def test_a_price_change_splits_a_tenants_hours_at_the_hour_it_starts(around_a_price_change):
+# 0: the month in one scan; 1: each hour its own slice (the 10:00 and 11:00 hours of one price are
+# read apart and added up); 24: a day a slice, as the demo reads SQLite. The same lines each way.
+@pytest.mark.parametrize("slice_hours", [0, 1, 24])
+def test_a_price_change_splits_a_tenants_hours_at_the_hour_it_starts(
+    around_a_price_change, settings, slice_hours
+):
+    settings.REPORT_BUILD_SLICE_HOURS = slice_hours
     p = around_a_price_change
-    build_period_report(period_id=p.period.pk)
+    read: list[tuple[int, int]] = []
+    build_period_report(period_id=p.period.pk, progress=lambda done, of: read.append((done, of)))
+    # one progress call per slice of the month (31 days of March), per cluster
+    assert len(read) == {0: 1, 1: 31 * 24, 24: 31}[slice_hours] and read[-1][0] == read[-1][1]
     lines = [
         (line.kind, line.tenant_slug, line.unit_price, line.card_hours, line.used_ge_hours, line.amount)
         for line in ReportLine.objects.filter(period=p.period).order_by("line_no")
@@ -98,3 +109,38 @@ def test_distributed_idle_is_shared_at_each_price(around_a_price_change):
         ("nlp", D("2.00")): (D("0.166666667"), D("0.33")),
         ("vision", D("3.00")): (D("2"), D("6.00")),
     }
+
+
+def test_a_report_prepared_before_the_lock_is_computed_again_if_the_ledger_changed_meanwhile(
+    around_a_price_change, cast
+):
+    """Closing computes the final report before it takes the period's lock (a long write
+    transaction stops every writer on SQLite), then stores it only if nothing it was read from
+    changed: here nlp's late hour at 11:00 (0.5 GE at 3.00 = 1.50) lands between the two, and the
+    stored report has it."""
+    p = around_a_price_change
+    prepared = prepare_report(period=p.period)
+    unchanged = ledger_mark(period=p.period)
+    assert prepared.mark == unchanged
+    rows.held(p, tenant=cast.nlp, ge_hours="0.5", hour=AFTER)  # lands after the report was read
+    assert ledger_mark(period=p.period) != unchanged
+    with transaction.atomic():
+        write_report(period=p.period, at=AFTER, prepared=prepared)
+    nlp = ReportLine.objects.filter(period=p.period, tenant_slug="nlp", kind="charge")
+    assert sorted((line.unit_price, line.amount) for line in nlp) == [
+        (D("2.00"), D("1.00")),
+        (D("3.00"), D("1.50")),
+    ]
+
+    # and a rate card changed meanwhile counts as a change too
+    prepared = prepare_report(period=p.period)
+    RateCard.objects.filter(gpu_model="H100-80GB", effective_to__isnull=True).update(
+        price_per_ge_hour=D("4.00")
+    )
+    with transaction.atomic():
+        write_report(period=p.period, at=AFTER, prepared=prepared)
+    nlp = ReportLine.objects.filter(period=p.period, tenant_slug="nlp", kind="charge")
+    assert sorted((line.unit_price, line.amount) for line in nlp) == [
+        (D("2.00"), D("1.00")),
+        (D("4.00"), D("2.00")),
+    ]

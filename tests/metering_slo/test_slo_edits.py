@@ -5,6 +5,7 @@ says when it was last evaluated, or that it never was."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -219,3 +220,30 @@ def test_tenants_and_finance_get_no_slo_or_receiver_forms(cast):
         assert client.post(f"/slos/{slo.pk}/delete/").status_code == 404
         assert client.post(f"/slos/receivers/{hook.pk}/delete/").status_code == 404
     assert Slo.objects.filter(pk=slo.pk).exists() and AlertReceiver.objects.filter(pk=hook.pk).exists()
+
+
+def test_the_slo_forms_answer_htmx_in_place(cast):
+    """With htmx the refusal comes back as the form with its message (a 200, which htmx swaps into
+    the page), a save sends htmx on to the SLO's page (HX-Location, swapped into <main>), and a
+    delete to the list; nothing is saved on the refusal."""
+    admin = Client(headers={"HX-Request": "true"})
+    admin.force_login(cast.pat)
+    form = {"name": "queue", "sli": "queue_wait", "objective_percent": "100", "window_days": "30"}
+    refused = admin.post("/slos/new/", form)
+    assert refused.status_code == 200 and "HX-Location" not in refused.headers
+    assert "strictly between 0 and 100" in refused.content.decode()
+    assert not Slo.objects.exists()
+
+    made = admin.post("/slos/new/", {**form, "objective_percent": "99.5", "within_seconds": "120"})
+    slo = Slo.objects.get()
+    assert json.loads(made.headers["HX-Location"]) == {
+        "path": f"/slos/{slo.pk}/",
+        "target": "#main",
+        "select": "#main",
+        "swap": "outerHTML",
+    }
+    assert "Created the SLO queue." in admin.get(f"/slos/{slo.pk}/").content.decode()  # the page it lands on
+
+    gone = admin.post(f"/slos/{slo.pk}/delete/")
+    assert json.loads(gone.headers["HX-Location"])["path"] == "/slos/"
+    assert not Slo.objects.exists()

@@ -7,11 +7,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import waitress
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
-from django.core.wsgi import get_wsgi_application
 
 import kubesim
 from demo.billing import seed_demo_billing
@@ -27,6 +25,7 @@ from demo.kueue import (
 )
 from demo.loops import beat_loops, keep_running, sync_loop
 from demo.seed import seed_demo_cluster, seed_demo_organisation
+from demo.server import configure_demo_process, serve
 from demo.usage import seed_demo_usage
 from inventory.sync.service import sync_cluster
 from kubesim.controllers import CONTROLLER_NAMES
@@ -34,14 +33,6 @@ from quotas.kueue_apply.service import apply_kueue
 
 DEMO_NODES = 24
 USAGE_RECHECK_SECONDS = 3600.0
-# The demo's server: waitress, threaded and in this process (so kubesim, the sync and the admission
-# loop live beside it). A listen backlog and connection limit far above Django's development server,
-# whose backlog of 5 reset about half of 100 concurrent clients; SQLite serialises the writes, so a
-# few threads are as fast as many. No thread ever waits on an agent's long poll: under WSGI it is
-# answered at once (policies/api/long_poll.py), so agents pointed at the demo cannot starve it.
-SERVER_THREADS = 8
-SERVER_BACKLOG = 2048
-SERVER_CONNECTION_LIMIT = 1000
 # Where kubectl finds the simulated clusters (beside the demo's SQLite file: var/ by default).
 KUBECONFIG = "demo-kubeconfig.yaml"
 KUEUE_KUBECONFIG = "demo-kueue-kubeconfig.yaml"
@@ -57,8 +48,7 @@ class Command(BaseCommand):
         parser.add_argument("--nodes", type=int, default=DEMO_NODES, help="Size of the simulated cluster.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        # The demo's cluster is the in-process kubesim on 127.0.0.1, which a production setup refuses.
-        settings.CLUSTER_ALLOW_LOOPBACK = True
+        configure_demo_process()  # loopback clusters, the report build in its own thread and slices
         call_command("migrate", verbosity=0, interactive=False)
         credentials = seed_demo_organisation(token_file=_token_file())
         # An in-process simulated cluster (mixed scenario: exclusive, MIG, time-slicing, MPS, HAMi, DRA),
@@ -80,8 +70,6 @@ class Command(BaseCommand):
         # What beat runs in production (SLO evaluation, the admission loop, rollouts, hourly
         # metering): tasks run inline without Redis, so a thread per entry runs it on its schedule.
         beats = beat_loops(stop=stop)
-        # A report build takes minutes on SQLite: in a thread of its own, not the request's.
-        settings.EAGER_TASKS_IN_THREADS = (*settings.EAGER_TASKS_IN_THREADS, "metering.build_report")
         # One cold sync first: flavors are made from the pools it finds.
         sync_cluster(cluster_id=cluster.pk)
         seed_demo_capacity(cluster=cluster)
@@ -151,16 +139,7 @@ class Command(BaseCommand):
         try:
             if options["seed_only"]:
                 return
-            waitress.serve(
-                get_wsgi_application(),
-                host=options["host"],
-                port=options["port"],
-                threads=SERVER_THREADS,
-                backlog=SERVER_BACKLOG,
-                connection_limit=SERVER_CONNECTION_LIMIT,
-                ident="gpuplatform-demo",
-                _quiet=True,
-            )
+            serve(host=options["host"], port=options["port"])
         except KeyboardInterrupt:
             pass
         finally:

@@ -4,7 +4,9 @@
 // horizontal, unit}, or the capacity shorthand {labels, allocated, free}. Series stay apart without
 // colour: each may carry a dash pattern (dash), a point shape (point) and be drawn hollow (outline);
 // the tooltip gives every figure with its unit, and the value axis is titled with it (the data's
-// unit, or the canvas's data-unit / data-axis where the page knows it better).
+// unit, or the canvas's data-unit / data-axis where the page knows it better); the other axis is titled
+// with what its labels are (the data's category, or the canvas's data-category: "Hour (UTC)").
+// Drawn on load and again for charts htmx swaps in (a form answered in place lands on a chart page).
 (function () {
   "use strict";
   function datasetsOf(data) {
@@ -40,7 +42,10 @@
     var axisTitle = canvas.dataset.axis || unitName;
     var scales = {x: {stacked: stacked}, y: {stacked: stacked}};
     var valueAxis = data.horizontal === false ? "y" : "x";
+    var categoryAxis = valueAxis === "y" ? "x" : "y";
+    var categoryTitle = data.category || canvas.dataset.category;
     if (axisTitle) { scales[valueAxis].title = {display: true, text: axisTitle}; }
+    if (categoryTitle) { scales[categoryAxis].title = {display: true, text: categoryTitle}; }
     new Chart(canvas, {
       type: data.type || "bar",
       data: {labels: data.labels, datasets: datasetsOf(data)},
@@ -63,7 +68,24 @@
       },
     });
   }
-  document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll("canvas[data-chart]").forEach(draw);
-  });
+  function drawAll(root, tries) {
+    if (typeof Chart === "undefined") {
+      // Swapped in by htmx, the library's script may run after this one: wait for it a little.
+      if (tries < 50) { setTimeout(function () { drawAll(root, tries + 1); }, 100); }
+      return;
+    }
+    root.querySelectorAll("canvas[data-chart]").forEach(function (canvas) {
+      if (canvas.dataset.drawn) { return; }
+      canvas.dataset.drawn = "1";
+      draw(canvas);
+    });
+  }
+  if (window.gppChartsLoaded) { drawAll(document, 0); return; }  // run again by a swap
+  window.gppChartsLoaded = true;
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { drawAll(document, 0); });
+  } else {
+    drawAll(document, 0);
+  }
+  document.addEventListener("htmx:load", function (event) { drawAll(event.detail.elt, 0); });
 })();
