@@ -321,6 +321,8 @@ def period_detail(request: HttpRequest, period_id: str) -> HttpResponse:
         "kind": kind,
         "query": f"kind={kind}" if kind else "",
         "jobs": jobs,
+        # The newest job still at work: the lines below say it is being built, not "no report yet".
+        "building": next((job for job in jobs if not job.finished), None),
         "close_form": CloseForm(),
         "rates": period.rates.select_related("set_by").order_by("currency"),
         "base_currency": currency_services.base_currency(period=period),

@@ -152,3 +152,13 @@ def test_periods_list_filters_and_pages(march, cast, client):
     page = c.get("/metering/periods/?state=open").content.decode()
     assert page.count("/metering/periods/") >= 13
     assert "No billing period in that state" in c.get("/metering/periods/?state=closed").content.decode()
+
+
+def test_a_period_whose_report_is_being_built_says_so_not_no_report_yet(march, cast, client):
+    c = logged_in(client, cast.fiona)
+    period = BillingPeriod.objects.get(label="2025-03")
+    assert "No report yet" in c.get(f"/metering/periods/{period.pk}/").content.decode()
+    ReportJob.objects.create(period=period, state=JobState.RUNNING, progress=40)
+    page = c.get(f"/metering/periods/{period.pk}/").content.decode()
+    assert "No report yet" not in page
+    assert "A report is being built (40 %" in page
