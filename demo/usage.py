@@ -1,6 +1,9 @@
 """The demo's month of usage: utilisation, GPU memory and energy per share, metered hour by hour
-through the same collection code as production. Without PROMETHEUS_URL the source is the simulated
-one (deterministic, seeded: the same demo gives the same month); with it, that Prometheus is read."""
+through the same collection code as production, and this month's hours on the allocation basis
+(held card-hours, capacity, idle) from the inventory's ledger, so the open month's figures are
+those of the hours already over, not nothing until a scheduled run. Without PROMETHEUS_URL the
+source is the simulated one (deterministic, seeded: the same demo gives the same month); with it,
+that Prometheus is read."""
 
 from __future__ import annotations
 
@@ -18,6 +21,8 @@ from metering.models import MeteredHour
 from metering.prom import PrometheusUsageSource
 from metering.services.adjustments import BookingRun
 from metering.services.collection import meter_usage_hour
+from metering.services.ledger import LEDGER_SOURCE, meter_allocation_hour
+from metering.services.periods import month_of
 from metering.services.sources import source_config
 
 DEMO_DAYS = 30
@@ -56,6 +61,12 @@ def seed_demo_usage(
             "hour", flat=True
         )
     )
+    _, this_month, _ = month_of(at=last)
+    ledger_done = set(
+        MeteredHour.objects.filter(
+            cluster=cluster, source=LEDGER_SOURCE, complete=True, hour__gte=this_month
+        ).values_list("hour", flat=True)
+    )
     metered = 0
     run = BookingRun()  # late data for a closed month: one run in the audit log, not one line per hour
     at = last - HOUR
@@ -63,6 +74,8 @@ def seed_demo_usage(
         held = Allocation.objects.filter(cluster=cluster, started_at__lt=at + HOUR).filter(
             Q(ended_at__isnull=True) | Q(ended_at__gt=at)
         )
+        if at >= this_month and at not in ledger_done:
+            meter_allocation_hour(cluster_id=cluster.pk, hour=at, now=now)
         if at not in done and held.exists():
             meter_usage_hour(cluster_id=cluster.pk, hour=at, now=now, source=source, run=run)
             metered += 1
