@@ -20,7 +20,7 @@ from inventory.domain.gpu_equivalent import ge_to_decimal
 from inventory.domain.gpu_models import GpuModel, resolve_gpu_model
 from inventory.fragmentation import WHOLE_GPU, GpuGeometry, PlacedInstance, analyze_pool_fragmentation
 from inventory.fragmentation.geometry import occupancy_of, placeable_starts
-from inventory.models import Allocation, Gpu, Node, NodePool, ShareableUnit
+from inventory.models import Allocation, Gpu, Node, NodePool, ResourceSlice, ShareableUnit
 
 
 def _lay_out_counted(models: list[GpuModel], counted: list[tuple[str, int]]) -> list[list[PlacedInstance]]:
@@ -370,3 +370,20 @@ def node_device_taints(*, node: Node) -> dict[str, Any]:
             if not t.known
         )
     return {"device_taints": rows, "taint_issues": unknown}
+
+
+def node_slice_issues(*, node: Node) -> list[dict[str, str]]:
+    """Issues the sync found in the node's ResourceSlices taken with the rest of their pool (counters
+    a device consumes that the pool does not declare), beside the node's own parse issues."""
+    found: list[dict[str, str]] = []
+    for name, counters in (
+        ResourceSlice.objects.filter(
+            cluster_id=node.cluster_id, node_name=node.name, counters__has_key="issues"
+        )
+        .order_by("name")
+        .values_list("name", "counters")
+    ):
+        found.extend(
+            {**issue, "source": f"{name}: {issue.get('source', '')}"} for issue in counters["issues"]
+        )
+    return found

@@ -162,6 +162,7 @@ def node_detail(request: HttpRequest, node_id: str) -> HttpResponse:
             "layout": layout,
             "cards": layout.cards,
             "loose": layout.loose,
+            "parse_issues": [*node.parse_issues, *selectors.node_slice_issues(node=node)],
             **selectors.node_device_taints(node=node),
         },
     )

@@ -64,6 +64,9 @@ class Api:
         self.server_address = server_address
         self.verbs = Verbs(store)
         self.request_log: RequestLog | None = None  # set by start(request_log=True)
+        # Resources (plurals) this server does not serve, as an older release: a 404 on their paths
+        # and absent from discovery (DeviceTaintRules before 1.37). Set by start(unserved=...).
+        self.unserved: frozenset[str] = frozenset()
         self.users: dict[str, authn.UserInfo] = {}
         self._users_lock = threading.Lock()
 
@@ -146,7 +149,12 @@ class Api:
         if len(parts) == 2 and parts[0] == "apis":
             return discovery.api_group(parts[1], custom)
         if len(parts) == 3 and parts[0] == "apis":
-            return discovery.resource_list(parts[1], parts[2], custom)
+            found = discovery.resource_list(parts[1], parts[2], custom)
+            if found is not None and self.unserved:
+                found["resources"] = [
+                    r for r in found["resources"] if r["name"].split("/")[0] not in self.unserved
+                ]
+            return found
         return None
 
     def _route(self, parts: list[str]) -> Route | None:
@@ -162,7 +170,7 @@ class Api:
         if not 1 <= len(rest) <= 3:
             return None
         info = self.store.for_path(group, version, rest[0])
-        if info is None or (namespace is not None and not info.namespaced):
+        if info is None or info.plural in self.unserved or (namespace is not None and not info.namespaced):
             return None
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None

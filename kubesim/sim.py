@@ -188,6 +188,7 @@ def start(
     tls: bool = True,
     request_log: bool = False,
     kueue: bool = False,
+    unserved: Iterable[str] = (),
 ) -> Sim:
     """Start a simulator serving on host:port (0: any free port) and write its kubeconfig.
 
@@ -199,6 +200,8 @@ def start(
     request_log: record each request's verb and resource in ``sim.api.request_log`` (RBAC checks).
     kueue: install Kueue's CRDs (kubesim/crds/kueue-v0.19.2) at startup; the `kueue` controller, when
     running, then plays Kueue's part (docs/kubesim-scenarios.md).
+    unserved: resources (plurals) the server does not serve, as an older release: ["devicetaintrules"]
+    is a server before 1.37, whose paths answer 404 and whose discovery leaves them out.
     """
     store = Store(history_window=history_window, seed=seed)
     objects, truth = scenario_objects(scenario, nodes=nodes, seed=seed)
@@ -213,6 +216,7 @@ def start(
     api = Api(
         store, faults, token=token, paginator=Paginator(continue_ttl), bookmark_interval=bookmark_interval
     )
+    api.unserved = frozenset(unserved)
     if request_log:
         api.request_log = RequestLog()
     certificates = generate(host) if tls else None

@@ -39,8 +39,10 @@ __all__ = [
     "GeBasis",
     "ResourceSlice",
     "assemble_pools",
+    "counter_names",
     "parse_device_class",
     "parse_resource_slice",
+    "undeclared_counter_issues",
 ]
 
 AttributeValue = str | int | bool
@@ -347,34 +349,58 @@ def _device_ge(
 
 
 def _undeclared_counters(devices: Iterable[DraDevice], shared: Iterable[CounterSet]) -> list[ParseIssue]:
-    """Counters a device consumes must be declared by a sharedCounters set of its pool: since 1.35 the
-    driver publishes them in a slice of their own, so only the whole generation can tell."""
-    totals: dict[str, set[str]] = {}
+    declared: dict[str, set[str]] = {}
     for counter_set in shared:
-        totals.setdefault(counter_set.name, set()).update(counter_set.counters)
+        declared.setdefault(counter_set.name, set()).update(counter_set.counters)
+    return undeclared_counter_issues(
+        consumed=(
+            (device.name, counter_set.name, tuple(counter_set.counters))
+            for device in devices
+            for counter_set in device.consumes_counters
+        ),
+        declared=declared,
+    )
+
+
+def counter_names(piece: ResourceSlice) -> dict[str, Any]:
+    """The counter names a slice declares and its devices consume, as the sync stores them to check
+    a whole generation later: {"shared": {set: [counter]}, "consumes": {device: {set: [counter]}}}."""
+    consumes = {
+        device.name: {c.name: sorted(c.counters) for c in device.consumes_counters}
+        for device in piece.devices
+        if device.consumes_counters
+    }
+    shared = {c.name: sorted(c.counters) for c in piece.shared_counters}
+    return {"shared": shared, "consumes": consumes} if shared or consumes else {}
+
+
+def undeclared_counter_issues(
+    *, consumed: Iterable[tuple[str, str, Iterable[str]]], declared: Mapping[str, Iterable[str]]
+) -> list[ParseIssue]:
+    """Counters a device consumes (device, counter set, counters) must be declared by a sharedCounters
+    set of its pool: since 1.35 the driver publishes them in a slice of their own, so only the whole
+    generation can tell."""
+    totals = {name: set(counters) for name, counters in declared.items()}
     issues = []
-    for device in devices:
-        for counter_set in device.consumes_counters:
-            declared = totals.get(counter_set.name)
-            if declared is None:
-                issues.append(
-                    error(
-                        "dra.counters.undeclared_set",
-                        f"{device.name} consumes counter set {counter_set.name!r}, "
-                        "which the pool does not declare",
-                        source=device.name,
-                    )
+    for device, set_name, counters in consumed:
+        known = totals.get(set_name)
+        if known is None:
+            issues.append(
+                error(
+                    "dra.counters.undeclared_set",
+                    f"{device} consumes counter set {set_name!r}, which the pool does not declare",
+                    source=device,
                 )
-                continue
-            for counter in sorted(set(counter_set.counters) - declared):
-                issues.append(
-                    error(
-                        "dra.counters.undeclared_counter",
-                        f"{device.name} consumes {counter!r} of {counter_set.name!r}, "
-                        "which declares no such counter",
-                        source=device.name,
-                    )
+            )
+            continue
+        for counter in sorted(set(counters) - known):
+            issues.append(
+                error(
+                    "dra.counters.undeclared_counter",
+                    f"{device} consumes {counter!r} of {set_name!r}, which declares no such counter",
+                    source=device,
                 )
+            )
     return issues
 
 

@@ -126,6 +126,9 @@ class ResourceSlice(models.Model):
     node_name = models.CharField(max_length=253, blank=True)
     # It announces MIG placements the driver creates per claim (DynamicMIG).
     dynamic_mig = models.BooleanField(default=False)
+    # Counter names it declares and its devices consume (dra_devices.counter_names): whether every
+    # consumed counter is declared is only known once the pool's whole generation is seen.
+    counters = models.JSONField(default=dict, blank=True)
     content_hash = models.CharField(max_length=64, blank=True, editable=False)
 
     objects = PlatformOnlyQuerySet.as_manager()

@@ -19,7 +19,13 @@ from inventory.domain.dra_capacity import (
     shared_capacity_json,
 )
 from inventory.domain.dra_claims import parse_resource_claim
-from inventory.domain.dra_devices import DraDevice, parse_device_class, parse_resource_slice
+from inventory.domain.dra_devices import (
+    DraDevice,
+    counter_names,
+    parse_device_class,
+    parse_resource_slice,
+    undeclared_counter_issues,
+)
 from inventory.domain.gpu_equivalent import STORED_GE_PLACES, ge_to_decimal
 from inventory.domain.issues import warning
 from inventory.domain.mig_management import slice_has_dynamic_mig
@@ -112,6 +118,7 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
                 slice_count=parsed.resource_slice_count,
                 node_name=parsed.node_name or "",
                 dynamic_mig=slice_has_dynamic_mig(parsed),
+                counters=counter_names(parsed),
                 content_hash=digest,
             )
         )
@@ -230,6 +237,7 @@ def _recount_pools(
         complete = len(current) >= max(count for _, count in current)
         (counted if complete else ignored).extend(pk for pk, _ in current)
         ignored.extend(pk for pk, generation, _ in slices if generation != newest)
+    _note_undeclared_counters(ctx, counted)
     stored_counted = [pk for pk in counted if pk not in fresh]
     stored_ignored = [pk for pk in ignored if pk not in fresh]
     if stored_counted:
@@ -237,6 +245,47 @@ def _recount_pools(
     if stored_ignored:
         ShareableUnit.objects.filter(resource_slice_id__in=stored_ignored, counted=True).update(counted=False)
     return fresh.intersection(counted)
+
+
+def _note_undeclared_counters(ctx: SyncContext, counted: list[int]) -> None:
+    """Counters a device consumes that its pool's complete generation does not declare, noted on the
+    device's slice. Each slice keeps the issues already noted (``counters["issues"]``), so a recount
+    that finds the same ones again notes nothing: a bad slice is counted once per version of it."""
+    if not counted:
+        return
+    slices = list(
+        ResourceSlice.objects.filter(pk__in=counted)
+        .exclude(counters={})
+        .only("pk", "name", "driver", "pool_name", "node_name", "counters")
+    )
+    declared: dict[tuple[str, str], dict[str, set[str]]] = {}
+    for piece in slices:
+        pool = declared.setdefault((piece.driver, piece.pool_name), {})
+        for set_name, names in (piece.counters.get("shared") or {}).items():
+            pool.setdefault(set_name, set()).update(names)
+    changed = []
+    for piece in slices:
+        issues = undeclared_counter_issues(
+            consumed=(
+                (device, set_name, names)
+                for device, sets in (piece.counters.get("consumes") or {}).items()
+                for set_name, names in sets.items()
+            ),
+            declared=declared.get((piece.driver, piece.pool_name), {}),
+        )
+        stored = piece.counters.get("issues") or []
+        seen = {row.get("message") for row in stored}
+        where = f"{piece.name} (node {piece.node_name})" if piece.node_name else piece.name
+        ctx.note("resourceslices", [i for i in issues if i.message not in seen], obj=where)
+        found = [
+            {"severity": str(i.severity), "code": i.code, "message": i.message, "source": i.source}
+            for i in issues
+        ]
+        if found != stored:
+            piece.counters = {**piece.counters, "issues": found}
+            changed.append(piece)
+    if changed:
+        ResourceSlice.objects.bulk_update(changed, ["counters"])
 
 
 def apply_claims(

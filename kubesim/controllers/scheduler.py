@@ -1,7 +1,8 @@
 """kube-scheduler (plus HAMi's scheduler and DRA's DynamicResources plugin) for pending GPU pods.
 
 Binds a pending pod to a node that passes the filters (cordon, taints, nodeSelector / required node
-affinity, resources within allocatable, HAMi per-GPU memory and cores, DRA claims allocatable on the
+affinity, resources within allocatable, HAMi per-GPU memory and cores on GPUs it has not cordoned
+(`hami.io/device-cordon`), DRA claims allocatable on the
 node), preferring the fullest node (GPU binpacking). A pod that fits nowhere gets
 PodScheduled=False/Unschedulable with the scheduler's message and a FailedScheduling event, and is
 retried only when capacity may have changed (a node, slice or claim changed, or a pod ended).
@@ -131,12 +132,15 @@ class Scheduler:
         pods_free = {name: alloc.get("pods", 110) for name, alloc in free.items()}
         hami_free: dict[str, dict[str, list[int]]] = {}
         for node in nodes:
-            register = (node["metadata"].get("annotations") or {}).get(hami.REGISTER)
+            annotations = node["metadata"].get("annotations") or {}
+            register = annotations.get(hami.REGISTER)
             if register:
+                # A GPU HAMi cordons is not offered, as an unhealthy one is not.
+                cordoned = hami.cordoned(annotations)
                 hami_free[node["metadata"]["name"]] = {
                     d.uuid: [d.split_count, d.memory_mib, d.cores]
                     for d in hami.parse_register(register)
-                    if d.healthy
+                    if d.healthy and d.uuid not in cordoned
                 }
         for pod in self.ctx.cache.objects["pods"].values():
             if not holds_resources(pod):

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubesim.scenarios.hami import ALLOCATED, REGISTER, parse_register
+from kubesim.scenarios.hami import ALLOCATED, DEVICE_CORDON, REGISTER, parse_register
 from kubesim.scenarios.ids import Timestamps
 from kubesim.scenarios.truth import Truth
 
 XID_KEY = "gpu.nvidia.com/xid"
 XID_FATAL = "79"  # "GPU has fallen off the bus"
-CORDON = "hami.io/device-cordon"
+CORDON = DEVICE_CORDON
 
 
 def apply(objects: list[dict[str, Any]], truth: Truth, ts: Timestamps) -> None:

@@ -27,6 +27,9 @@ VGPU_NODE = "hami.io/vgpu-node"
 VGPU_TIME = "hami.io/vgpu-time"
 BIND_PHASE = "hami.io/bind-phase"
 BIND_TIME = "hami.io/bind-time"
+# HAMi's per-GPU cordon (pkg/device/nvidia/device.go): GPU UUIDs, comma-separated; its scheduler
+# places nothing new on them, pods already there keep running.
+DEVICE_CORDON = "hami.io/device-cordon"
 GPUMEM = "nvidia.com/gpumem"
 GPUCORES = "nvidia.com/gpucores"
 GPUMEM_PERCENTAGE = "nvidia.com/gpumem-percentage"
@@ -103,6 +106,14 @@ def encode_register(devices: list[RegisteredDevice], *, legacy: bool) -> str:
         item.update(mode=d.mode, health=d.healthy, devicepairscore={})
         items.append(item)
     return json.dumps(items, separators=(",", ":"))
+
+
+def cordoned(annotations: dict[str, Any]) -> frozenset[str]:
+    """The GPU UUIDs a node's `hami.io/device-cordon` names (blanks between commas ignored)."""
+    value = annotations.get(DEVICE_CORDON)
+    if not isinstance(value, str):
+        return frozenset()
+    return frozenset(part.strip() for part in value.split(",") if part.strip())
 
 
 def parse_register(value: str) -> list[RegisteredDevice]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from kubesim.scenarios import hami
 from tests.kubesim_scenarios.controller_helpers import cluster, gpu_pod, scheduled_condition
 
 GPU = "nvidia.com/gpu"
@@ -166,3 +167,43 @@ def test_hami_pods_share_gpus_by_memory_and_cores_without_exceeding_a_device() -
     assert max(memory.values()) <= 81920
     waiting = [p for p in pods if not p["spec"].get("nodeName")]
     assert "AllocatedCardsInsufficientRequest" in scheduled_condition(waiting[0])["message"]
+
+
+def test_hami_places_nothing_on_a_gpu_it_cordons_until_the_cordon_is_lifted() -> None:
+    # given one A100 80GB HAMi node (8 GPUs, two 30000 MiB shares each) with 2 GPUs cordoned by
+    # `hami.io/device-cordon`, written with blanks and a UUID the node does not have
+    c = cluster("hami", 1, enabled={"scheduler", "pod-lifecycle"})
+    (node,) = c.store.list("nodes")
+    name = node["metadata"]["name"]
+    gpus = [d.uuid for d in hami.parse_register(node["metadata"]["annotations"][hami.REGISTER])]
+    cordon = f" {gpus[0]} ,, {gpus[5]},GPU-ffffffff-0000-4000-8000-00000000dead"
+    c.store.patch_merge("nodes", None, name, {"metadata": {"annotations": {hami.DEVICE_CORDON: cordon}}})
+    for i in range(20):
+        c.store.create(
+            "pods",
+            gpu_pod(
+                f"share-{i:02d}",
+                {GPU: "1", "nvidia.com/gpumem": "30000", "nvidia.com/gpucores": "30"},
+                scheduler="hami-scheduler",
+            ),
+        )
+
+    c.settle()
+
+    def placed() -> Counter[str]:
+        on: Counter[str] = Counter()
+        for pod in c.store.list("pods", namespace="team-vision"):
+            allocated = (pod["metadata"].get("annotations") or {}).get(hami.ALLOCATED)
+            if pod["spec"].get("nodeName") and allocated:
+                on[allocated.split(",")[0]] += 1
+        return on
+
+    # 6 GPUs x 2 shares; the cordoned two get none, and the rest wait for a card
+    assert sum(placed().values()) == 12 and not {gpus[0], gpus[5]} & set(placed())
+    waiting = [p for p in c.store.list("pods", namespace="team-vision") if not p["spec"].get("nodeName")]
+    assert "AllocatedCardsInsufficientRequest" in scheduled_condition(waiting[0])["message"]
+
+    c.store.patch_merge("nodes", None, name, {"metadata": {"annotations": {hami.DEVICE_CORDON: None}}})
+    c.settle()
+
+    assert placed()[gpus[0]] == 2 and placed()[gpus[5]] == 2 and sum(placed().values()) == 16
