@@ -77,7 +77,6 @@ class Kind:
     may_create: Callable[[User], bool]
     # Words per row read once for a whole page (a flavor's capacity its pool does not offer, and why).
     notes: Callable[[list[Any]], dict[Any, str]] | None = None
-    notes_header: str = ""
 
 
 def _flavor_notes(rows: list[Any]) -> dict[Any, str]:
@@ -110,7 +109,6 @@ KINDS = {
             may_change=_platform_admin,
             may_create=lambda user: user.is_platform_admin,
             notes=_flavor_notes,
-            notes_header="Not offered now",
         ),
         Kind(
             slug="priority-classes",
@@ -234,17 +232,16 @@ def catalogue_list(request: HttpRequest, kind: str) -> HttpResponse:
         {
             "obj": obj,
             "cells": [cell(obj) for _, cell in found.columns],
-            "note": notes.get(obj.pk, "—") if notes is not None else "",
+            "note": notes.get(obj.pk, "") if notes is not None else "",
             "can_change": found.may_change(user, obj),
         }
         for obj in shown
     ]
-    headers = [header for header, _ in found.columns] + ([found.notes_header] if found.notes else [])
+    headers = [header for header, _ in found.columns]
     context = {
         "kind": found,
         "kinds": KINDS.values(),
         "headers": headers,
-        "has_notes": notes is not None,
         "rows": rows,
         "page": page,
         "can_create": found.may_create(user),
