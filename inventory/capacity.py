@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.db.models import Count, F, Sum
@@ -30,11 +30,13 @@ from inventory.models import Allocation, Gpu, ShareableUnit
 __all__ = [
     "KindUnits",
     "ModelCapacity",
+    "NotOffered",
     "UnavailableCapacity",
     "cached_pool_card_capacity",
     "pool_card_capacity",
     "pool_model_capacity",
     "pool_resource_free",
+    "pools_not_offered",
 ]
 
 ZERO = Decimal(0)
@@ -79,6 +81,23 @@ class UnavailableCapacity:
 
     ge_by_node: dict[tuple[uuid.UUID, uuid.UUID, str], Decimal]  # (pool, node, model) -> GE, <= 1 a card
     reasons: dict[tuple[uuid.UUID, str], tuple[str, ...]]  # (pool, model) -> reasons in words
+    cards: dict[tuple[uuid.UUID, str], int] = field(default_factory=dict)  # (pool, model) -> cards blocked
+
+
+@dataclass(frozen=True, slots=True)
+class NotOffered:
+    """Cards of one GPU model of a pool that are there but not offered, and why: what a flavor's page,
+    the request form and a pending request's reason add to a reduced free capacity."""
+
+    model_key: str
+    cards: int  # cards with a tainted or cordoned unit (held or not: no new holder gets one)
+    of_cards: int  # the model's cards in the pool
+    reasons: tuple[str, ...]
+
+    @property
+    def words(self) -> str:
+        """ "1 of 8 H100-80GB not offered: 1 GPU tainted by gpu.nvidia.com/xid=79:NoSchedule"."""
+        return f"{self.cards} of {self.of_cards} {self.model_key} not offered: {', '.join(self.reasons)}"
 
 
 @dataclass(slots=True)
@@ -143,7 +162,34 @@ def unavailable_capacity(*, pool_ids: Iterable[uuid.UUID]) -> UnavailableCapacit
             reasons[(pool, model)].append(
                 f"{n} device{'s' * (n != 1)} on {cards} GPU{'s' * (cards != 1)} {reason}"
             )
-    return UnavailableCapacity(dict(ge_by_node), {key: tuple(v) for key, v in reasons.items()})
+    cards_blocked: dict[tuple[uuid.UUID, str], int] = defaultdict(int)
+    for pool, _node, model, _card in per_card:
+        cards_blocked[(pool, model)] += 1
+    return UnavailableCapacity(
+        dict(ge_by_node), {key: tuple(v) for key, v in reasons.items()}, dict(cards_blocked)
+    )
+
+
+def pools_not_offered(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[NotOffered]]:
+    """Per pool, each GPU model with tainted or cordoned cards (sorted by model), from the same reasons
+    the pool page shows. One query when nothing is tainted or cordoned, three when something is,
+    whatever the pools: a page listing flavors reads it once, not per row."""
+    ids = list(pool_ids)
+    unavailable = unavailable_capacity(pool_ids=ids)
+    result: dict[uuid.UUID, list[NotOffered]] = {pool: [] for pool in ids}
+    if not unavailable.cards:
+        return result
+    cards = pool_card_capacity(pool_ids=ids)
+    for (pool, model), blocked in sorted(unavailable.cards.items(), key=lambda item: item[0][1]):
+        result[pool].append(
+            NotOffered(
+                model_key=model,
+                cards=blocked,
+                of_cards=cards.get(pool, {}).get(model, blocked),
+                reasons=unavailable.reasons.get((pool, model), ()),
+            )
+        )
+    return result
 
 
 def pool_model_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[ModelCapacity]]:

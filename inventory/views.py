@@ -181,7 +181,11 @@ def fragmentation(request: HttpRequest) -> HttpResponse:
 @login_required
 def allocations(request: HttpRequest) -> HttpResponse:
     user = current_user(request)
-    queryset = Allocation.objects.visible_to(user).select_related("cluster", "tenant").order_by("-started_at")
+    queryset = (
+        Allocation.objects.visible_to(user)
+        .select_related("cluster", "tenant", "claim")
+        .order_by("-started_at")
+    )
     filtered = AllocationFilter(request.GET, queryset=queryset)
     page = Paginator(filtered.qs, 50).get_page(request.GET.get("page"))
     query = request.GET.copy()

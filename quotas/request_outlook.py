@@ -13,7 +13,7 @@ from inventory.selectors import cached_pool_resource_capacity
 from quotas.models import CapacityRequest, Flavor, Quota
 from quotas.models.requests import HOLDING, RequestState
 from quotas.scoping import usable_by
-from quotas.selectors import quota_standing
+from quotas.selectors import flavors_not_offered, quota_standing
 from tenants.models import Tenant
 
 
@@ -36,6 +36,7 @@ class FlavorOutlook:
     capacity: int
     ahead: int  # units pending before a new request on this flavor (FIFO within its priority)
     wait: Wait
+    not_offered: str = ""  # why free capacity is short of the pool's cards: tainted or cordoned GPUs
 
     @property
     def has_room(self) -> bool:
@@ -65,7 +66,8 @@ def estimate_wait(
 
 def request_outlook(*, tenant: Tenant, flavors: list[Flavor], amount: int) -> list[FlavorOutlook]:
     """Per one-resource flavor the tenant may use: quota, free capacity, and the wait for ``amount``.
-    Flavors with room come first. Four queries plus the cached pool capacity."""
+    Flavors with room come first. Five queries plus the cached pool capacity (two more when a pool
+    has tainted or cordoned GPUs, to say why they are not offered)."""
     usable = [
         f
         for f in flavors
@@ -78,6 +80,7 @@ def request_outlook(*, tenant: Tenant, flavors: list[Flavor], amount: int) -> li
     by_flavor = {(q.flavor_id, q.resource): (q, standing[q.pk]) for q in quotas}
     pool_ids = {f.pool_id for f in usable if f.pool_id}
     capacity = cached_pool_resource_capacity(pool_ids=pool_ids)
+    not_offered = flavors_not_offered(flavors=usable)
     held: dict[tuple[uuid.UUID, str], int] = defaultdict(int)
     releases: dict[tuple[uuid.UUID, str], list[tuple[datetime, int]]] = defaultdict(list)
     for pool_id, amounts, ends in CapacityRequest.objects.filter(
@@ -118,6 +121,7 @@ def request_outlook(*, tenant: Tenant, flavors: list[Flavor], amount: int) -> li
                 )
                 if quota is not None
                 else Wait(now=False),
+                not_offered=not_offered.get(f.pk, ""),
             )
         )
     return sorted(rows, key=lambda row: (not row.has_room, row.quota_nominal is None, row.flavor.name))

@@ -9,7 +9,7 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
-from inventory.capacity import cached_pool_card_capacity
+from inventory.capacity import cached_pool_card_capacity, pools_not_offered
 from inventory.domain.gpu_models import resolve_gpu_model
 from inventory.selectors import cached_pool_resource_capacity
 from quotas.models import Budget, CapacityRequest, Flavor, FlavorKind, Queue, Quota
@@ -178,6 +178,22 @@ def oversubscription() -> list[dict[str, Any]]:
     return rows
 
 
+def flavors_not_offered(*, flavors: list[Flavor]) -> dict[uuid.UUID, str]:
+    """Per flavor whose pool has tainted or cordoned cards of its GPU model (any model when it names
+    none): why its free capacity is short, in the pool page's words ("1 of 8 H100-80GB not offered:
+    1 GPU tainted by gpu.nvidia.com/xid=79:NoSchedule"). One read for all the flavors of a page."""
+    by_pool = pools_not_offered(pool_ids={f.pool_id for f in flavors if f.pool_id})
+    result: dict[uuid.UUID, str] = {}
+    for f in flavors:
+        entries = by_pool.get(f.pool_id, []) if f.pool_id else []
+        if f.gpu_model:
+            wanted = resolve_gpu_model(product=f.gpu_model).key
+            entries = [e for e in entries if resolve_gpu_model(product=e.model_key).key == wanted]
+        if entries:
+            result[f.pk] = "; ".join(e.words for e in entries)
+    return result
+
+
 def _cards_of_model(cards_by_model: dict[str, int], gpu_model: str) -> int:
     """Cards of a flavor's GPU model. A flavor names its model as an admin typed it, often the GFD
     product label ("NVIDIA-H100-80GB-HBM3", as the demo does), while cards are counted under the
@@ -261,6 +277,27 @@ def with_flavor_chains(rows: list[CapacityRequest]) -> list[CapacityRequest]:
     for row in rows:
         chain = [row.flavor.name, *(names.get(i, "?") for i in row.fallback_flavors or ())]
         row.flavor_chain = " → ".join(chain)  # type: ignore[attr-defined]
+    return rows
+
+
+# Waiting for the pool's devices, not for quota: what tainted or cordoned GPUs may explain.
+_PHYSICAL = frozenset({"no_physical_fit", "exceeds_max_possible"})
+
+
+def with_not_offered(rows: list[CapacityRequest]) -> list[CapacityRequest]:
+    """Each pending request that waits for the pool's devices with `not_offered`: the tainted or
+    cordoned GPUs of its flavors that the pool does not offer, in words ("" when none). Read once for
+    all rows, when the page is drawn: the stored message says what admission saw, this what is now."""
+    waiting = [r for r in rows if r.state == "pending" and r.reason_code in _PHYSICAL]
+    for row in rows:
+        row.not_offered = ""  # type: ignore[attr-defined]
+    if not waiting:
+        return rows
+    ids = {r.flavor_id for r in waiting} | {i for r in waiting for i in r.fallback_flavors or ()}
+    words = flavors_not_offered(flavors=list(Flavor.objects.filter(pk__in=ids)))
+    for row in waiting:
+        chain = [row.flavor_id, *(uuid.UUID(str(i)) for i in row.fallback_flavors or ())]
+        row.not_offered = "; ".join(words[f] for f in chain if f in words)  # type: ignore[attr-defined]
     return rows
 
 

@@ -309,6 +309,8 @@ class AllocationSerializer(serializers.ModelSerializer[Allocation]):
     tenant = serializers.CharField(source="tenant.slug", default=None)
     pool = serializers.UUIDField(source="pool_id")
     ge = _ge()  # six places for people; stored to 18 so the ledger reads the exact fraction back
+    # A DRA claim's binding conditions for the device in words (KEP-5007); "" when it has none.
+    binding = serializers.CharField(read_only=True)
 
     class Meta:
         model = Allocation
@@ -331,6 +333,7 @@ class AllocationSerializer(serializers.ModelSerializer[Allocation]):
             "started_at",
             "ended_at",
             "end_reason",
+            "binding",
         ]
 
 

@@ -169,7 +169,7 @@ class ResourceClaimViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Sco
 class AllocationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
     """The allocation ledger; filter by tenant (slug or 'unassigned'), pool, time range (since/until)."""
 
-    queryset = Allocation.objects.select_related("cluster", "tenant")
+    queryset = Allocation.objects.select_related("cluster", "tenant", "claim")
     serializer_class = AllocationSerializer
     filterset_class = filters.AllocationFilter
 

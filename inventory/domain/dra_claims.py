@@ -10,7 +10,7 @@ the share holds that part of the device (inventory/domain/dra_capacity.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -29,6 +29,7 @@ __all__ = [
     "DeviceRequest",
     "DeviceRequestSpec",
     "ResourceClaim",
+    "binding_words",
     "claim_ge",
     "parse_resource_claim",
     "result_ge",
@@ -65,6 +66,11 @@ class AllocationResult:
     admin_access: bool | None
     consumed_capacity: Mapping[str, Decimal] = field(default_factory=dict)
     share_id: str = ""
+    # KEP-5007 (beta 1.35, DRADeviceBindingConditions): copied from the device by the scheduler, which
+    # waits to bind the pod until every binding condition is True in status.devices[].conditions, and
+    # gives the device up when a failure condition is.
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
 
     @property
     def key(self) -> DeviceKey:
@@ -252,6 +258,8 @@ def _result(raw: Mapping[str, Any], issues: list[ParseIssue], *, source: str) ->
         admin_access=admin if isinstance(admin, bool) else None,
         consumed_capacity=parse_consumed(raw.get("consumedCapacity"), issues, source=source),
         share_id=as_str(raw.get("shareID")),
+        binding_conditions=tuple(str(c) for c in as_list(raw.get("bindingConditions")) if c),
+        binding_failure_conditions=tuple(str(c) for c in as_list(raw.get("bindingFailureConditions")) if c),
     )
 
 
@@ -263,6 +271,30 @@ def _node_names(selector: object) -> tuple[str, ...]:
             if entry.get("key") == "metadata.name" and entry.get("operator") == "In":
                 names.extend(str(value) for value in as_list(entry.get("values")))
     return tuple(names)
+
+
+def binding_words(*, result: AllocationResult, statuses: Iterable[AllocatedDeviceStatus]) -> str:
+    """A result's binding conditions in plain words, or "" when its device has none: failed (a failure
+    condition is True: the scheduler gives the device up and tries again), waiting (some condition is
+    not True yet: the pod is not bound to a node), or ready (all True)."""
+    if not (result.binding_conditions or result.binding_failure_conditions):
+        return ""
+    true = {
+        c.type
+        for s in statuses
+        if (s.driver, s.pool, s.device) == result.key
+        for c in s.conditions
+        if c.status == "True"
+    }
+    failed = [c for c in result.binding_failure_conditions if c in true]
+    if failed:
+        return f"binding failed: {', '.join(failed)} (the scheduler gives the device up and tries again)"
+    waiting = [c for c in result.binding_conditions if c not in true]
+    if waiting:
+        return f"waiting to bind: the device is not ready until {', '.join(waiting)} is True"
+    if result.binding_conditions:
+        return f"ready to bind: {', '.join(result.binding_conditions)} True"
+    return ""
 
 
 def _device_status(raw: Mapping[str, Any]) -> AllocatedDeviceStatus:

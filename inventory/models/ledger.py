@@ -124,6 +124,18 @@ class Allocation(models.Model):
     def __str__(self) -> str:
         return f"{self.holder_kind} {self.namespace}/{self.holder_name} {self.unit_key}"
 
+    @property
+    def binding(self) -> str:
+        """Its claim's binding conditions for this device in words (KEP-5007; stored by the claim sync),
+        or "". Read with select_related("claim"): a page of rows must not read a claim each."""
+        if self.claim_id is None or self.claim is None:
+            return ""
+        for result in self.claim.results or []:
+            key = f"dra/{result.get('driver')}/{result.get('pool')}/{result.get('device')}"
+            if key == self.unit_key:
+                return str(result.get("binding") or "")
+        return ""
+
 
 class ChangedHours(models.Model):
     """Hours already over whose allocations changed after the fact: the sync learnt of a holding that

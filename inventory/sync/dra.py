@@ -18,7 +18,7 @@ from inventory.domain.dra_capacity import (
     shared_capacity_from_json,
     shared_capacity_json,
 )
-from inventory.domain.dra_claims import parse_resource_claim
+from inventory.domain.dra_claims import binding_words, parse_resource_claim
 from inventory.domain.dra_devices import (
     DraDevice,
     counter_names,
@@ -325,10 +325,7 @@ def apply_claims(
             "name": claim.name,
             "state": claim.state,
             "requests": [r.name for r in claim.requests],
-            "results": [
-                {"request": r.request, "driver": r.driver, "pool": r.pool, "device": r.device}
-                for r in claim.results
-            ],
+            "results": [_result_json(r, claim.device_statuses) for r in claim.results],
             "reserved_for": [
                 {"resource": c.resource, "name": c.name, "uid": c.uid} for c in claim.reserved_for
             ],
@@ -435,6 +432,16 @@ def _share_ge(
     if not fraction:
         return whole
     return ge_to_decimal(Fraction(whole) * fraction, places=STORED_GE_PLACES)
+
+
+def _result_json(result: Any, statuses: Any) -> dict[str, str]:
+    """A claim's allocation result as stored; with its binding conditions in words when its device has
+    some (KEP-5007), so a claim's row can say why its pod is not bound yet."""
+    row = {"request": result.request, "driver": result.driver, "pool": result.pool, "device": result.device}
+    words = binding_words(result=result, statuses=statuses)
+    if words:
+        row["binding"] = words
+    return row
 
 
 def _device_classes(claim: Any) -> dict[str, str]:

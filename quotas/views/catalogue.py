@@ -33,6 +33,7 @@ from quotas.catalogue_forms import (
     tenants_below,
 )
 from quotas.models import Budget, Flavor, PriorityClass, Queue, Quota
+from quotas.selectors import flavors_not_offered
 from quotas.services import catalogue as catalogue_services
 from quotas.services.advice import catalogue_warnings
 from tenants import scoping
@@ -74,6 +75,12 @@ class Kind:
     columns: tuple[tuple[str, Callable[[Any], Any]], ...]
     may_change: Callable[[User, Any], bool]
     may_create: Callable[[User], bool]
+    # Words per row read once for a whole page (a flavor's capacity its pool does not offer, and why).
+    notes: Callable[[list[Any]], dict[Any, str]] | None = None
+
+
+def _flavor_notes(rows: list[Any]) -> dict[Any, str]:
+    return flavors_not_offered(flavors=rows)
 
 
 KINDS = {
@@ -101,6 +108,7 @@ KINDS = {
             ),
             may_change=_platform_admin,
             may_create=lambda user: user.is_platform_admin,
+            notes=_flavor_notes,
         ),
         Kind(
             slug="priority-classes",
@@ -218,18 +226,22 @@ def catalogue_list(request: HttpRequest, kind: str) -> HttpResponse:
     if tenant:  # the tenant page links here for one tenant's rows
         rows_shown = rows_shown.filter(tenant__slug=tenant)
     page = Paginator(rows_shown, PAGE_SIZE).get_page(request.GET.get("page"))
+    shown = list(page)
+    notes = found.notes(shown) if found.notes else None
     rows = [
         {
             "obj": obj,
             "cells": [cell(obj) for _, cell in found.columns],
+            "note": notes.get(obj.pk, "") if notes is not None else "",
             "can_change": found.may_change(user, obj),
         }
-        for obj in page
+        for obj in shown
     ]
+    headers = [header for header, _ in found.columns]
     context = {
         "kind": found,
         "kinds": KINDS.values(),
-        "headers": [header for header, _ in found.columns],
+        "headers": headers,
         "rows": rows,
         "page": page,
         "can_create": found.may_create(user),
@@ -296,6 +308,7 @@ def catalogue_edit(request: HttpRequest, kind: str, pk: uuid.UUID) -> HttpRespon
         "can_delete": may_change,
         "read_only": not may_change,
         "warnings": warnings,
+        "note": found.notes([row]).get(row.pk, "") if found.notes else "",
     }
     return render(request, "quotas/catalogue/form.html", context)
 

@@ -14,7 +14,7 @@ from inventory.models import Workload
 from quotas import selectors
 from quotas.models import Budget, CapacityRequest, Flavor, Queue, Quota, WorkloadApproval, WorkloadCheck
 from quotas.models.requests import ApprovalState, RequestState
-from quotas.selectors import preemption_words, with_flavor_chains
+from quotas.selectors import preemption_words, with_flavor_chains, with_not_offered
 from quotas.services import approval_authority
 from tenants.models import Tenant
 
@@ -56,7 +56,7 @@ def queue(request: HttpRequest) -> HttpResponse:
     recent = visible.exclude(state=RequestState.PENDING).order_by("-updated_at")[:20]
     # Shown, empty or not, to whoever may decide something; not to members, who never can.
     can_approve = Tenant.objects.manageable_by(user).exists()
-    pending_rows = with_flavor_chains(list(pending))
+    pending_rows = with_not_offered(with_flavor_chains(list(pending)))
     queues = Queue.objects.visible_to(user).select_related("tenant")
     context = {
         "pending": pending_rows,

@@ -20,7 +20,7 @@ from quotas.forms import DecisionForm, RequestCapacityForm
 from quotas.models import CapacityRequest, Flavor
 from quotas.models.requests import HOLDING, ApprovalState, RequestState
 from quotas.request_outlook import request_outlook
-from quotas.selectors import preemption_words, with_flavor_chains
+from quotas.selectors import preemption_words, with_flavor_chains, with_not_offered
 from quotas.services import approval_authority
 from quotas.services import requests as request_services
 from tenants import scoping
@@ -101,7 +101,7 @@ def _may_end(user: User, found: CapacityRequest) -> bool:
 
 def _detail_context(user: User, found: CapacityRequest, **extra: Any) -> dict[str, Any]:
     timeline = list(found.transitions.select_related("actor").order_by("at", "id"))
-    with_flavor_chains([found])
+    with_not_offered(with_flavor_chains([found]))
     decision = next((t for t in reversed(timeline) if t.reason_code in ("approved", "rejected")), None)
     awaiting = found.state == RequestState.PENDING and found.approval == ApprovalState.AWAITING
     may_decide = awaiting and scoping.can_manage(user, found.tenant)
