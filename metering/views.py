@@ -280,7 +280,7 @@ def _my_costs(user: Any) -> list[dict[str, Any]]:
         ReportLine.objects.visible_to(user)
         .values("period__label", "currency", "tenant_slug", "tenant_path")
         .annotate(amount=Sum("amount"), card_hours=Sum("card_hours"))
-        .order_by("-period__label", "currency", "tenant_path")
+        .order_by("-period__label", "currency", "tenant_slug", "tenant_path")  # teams by name, as read
     ):
         key = (r["period__label"], r["currency"])
         row = grouped.setdefault(
