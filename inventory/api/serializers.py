@@ -217,7 +217,7 @@ class SliceIssueSerializer(StrictSerializer):
     severity = serializers.CharField()
     code = serializers.CharField(help_text="dra.counters.undeclared_set, dra.counters.undeclared_counter")
     message = serializers.CharField()
-    source = serializers.CharField(help_text="'<slice>: <device>'")
+    source = serializers.CharField(help_text="'<slice>: <device>'")  # type: ignore[assignment]
 
 
 class NodeSerializer(serializers.ModelSerializer[Node]):
