@@ -101,6 +101,11 @@ class Card:
         return any(b.inferred for b in self.blocks)
 
     @property
+    def binding(self) -> bool:
+        """A claim on this card waits for (or failed) its binding: its "Who holds what" opens to say so."""
+        return any(b.binding for b in self.blocks)
+
+    @property
     def slice_marks(self) -> list[float]:
         """Left edges (percent) of slices 1..n-1, for the grid lines under the segments."""
         return [100 * i / self.slices for i in range(1, self.slices)] if self.slices else []
