@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from inventory.models import Allocation, Gpu, Node, NodePool, ResourceClaim, ShareableUnit
+from inventory.models import Allocation, Node, NodePool, ResourceClaim
 from policies.models import Rollout, RolloutState
 from quotas.models import Flavor, Quota
 from tests.inventory import factories as inv
@@ -41,39 +41,10 @@ def _fleet(cast) -> tuple[NodePool, Node, Rollout]:
     """Two nodes of 8 H100s: gpu 3 of h100-0 tainted, gpu 5 of h100-1 cordoned; flavor h100 with a
     quota of 20. h100-0's GPUs are DRA devices, one held by a claim waiting for its binding
     condition. A MIG rollout on the pool the platform stopped."""
-    pool = inv.pool(H100)
-    nodes = []
-    for n in range(2):
-        node = Node.objects.create(
-            cluster=pool.cluster,
-            pool=pool,
-            name=f"h100-{n}",
-            product=H100,
-            model_key="H100-80GB",
-            gpu_count=8,
-        )
-        nodes.append(node)
-        for index in range(8):
-            Gpu.objects.create(node=node, index=index, product=H100, model_key="H100-80GB")
-            why = {
-                (0, 3): "tainted by gpu.nvidia.com/xid=79:NoSchedule",
-                (1, 5): "cordoned by HAMi (hami.io/device-cordon)",
-            }.get((n, index), "")
-            dra = n == 0
-            ShareableUnit.objects.create(
-                cluster=node.cluster,
-                node=node,
-                key=f"dra/{DRIVER}/h100-0/gpu-{index}@h100-0-slice"
-                if dra
-                else f"node/{node.name}/gpu-{index}",
-                kind="dra_device" if dra else "whole_gpu",
-                resource_name=DRIVER if dra else GPU,
-                ge_each=Decimal(1),
-                model_key="H100-80GB",
-                device_uuid=f"GPU-{n}-{index}",
-                attributes={"index": index} if dra else {},
-                unavailable=why,
-            )
+    pool = inv.h100_cards(
+        nodes=2, blocked={(0, 3): inv.XID_TAINT, (1, 5): inv.HAMI_CORDON}, dra_driver=DRIVER, dra_nodes=1
+    )
+    nodes = list(Node.objects.filter(pool=pool).order_by("name"))
     flavor = Flavor.objects.create(
         name="h100", pool=pool, gpu_model=H100, resources=[{"name": GPU, "ge_per_unit": "1"}]
     )

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from inventory.models import Allocation, Gpu, Node, ResourceClaim, ShareableUnit
+from inventory.models import Allocation, ResourceClaim
 from quotas.models import CapacityRequest, Flavor, Quota
 from quotas.models.requests import RequestState
 from tests.inventory import factories as inv
@@ -32,33 +32,7 @@ def _fits(page: Page) -> None:
 
 
 def _fleet(cast) -> Flavor:
-    pool = inv.pool(H100)
-    for n in range(2):
-        node = Node.objects.create(
-            cluster=pool.cluster,
-            pool=pool,
-            name=f"h100-{n}",
-            product=H100,
-            model_key="H100-80GB",
-            gpu_count=8,
-        )
-        for index in range(8):
-            Gpu.objects.create(node=node, index=index, product=H100, model_key="H100-80GB")
-            why = {
-                (0, 3): "tainted by gpu.nvidia.com/xid=79:NoSchedule",
-                (1, 5): "cordoned by HAMi (hami.io/device-cordon)",
-            }.get((n, index), "")
-            ShareableUnit.objects.create(
-                cluster=node.cluster,
-                node=node,
-                key=f"node/{node.name}/gpu-{index}",
-                kind="whole_gpu",
-                resource_name=GPU,
-                ge_each=Decimal(1),
-                model_key="H100-80GB",
-                device_uuid=f"GPU-{n}-{index}",
-                unavailable=why,
-            )
+    pool = inv.h100_cards(nodes=2, blocked={(0, 3): inv.XID_TAINT, (1, 5): inv.HAMI_CORDON})
     flavor = Flavor.objects.create(
         name="h100", pool=pool, gpu_model=H100, resources=[{"name": GPU, "ge_per_unit": "1"}]
     )

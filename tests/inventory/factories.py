@@ -130,3 +130,45 @@ def workload(*, tenant: Any, namespace: str, name: str = "job-train-1a2b3") -> W
         },
     )
     return found
+
+
+H100 = "NVIDIA-H100-80GB-HBM3"
+XID_TAINT = "tainted by gpu.nvidia.com/xid=79:NoSchedule"
+HAMI_CORDON = "cordoned by HAMi (hami.io/device-cordon)"
+
+
+def h100_cards(
+    *, nodes: int, blocked: dict[tuple[int, int], str], dra_driver: str = "", dra_nodes: int = 0
+) -> NodePool:
+    """Nodes h100-0… of 8 H100s, one unit a card; ``blocked`` names the (node, index) cards a taint or
+    cordon keeps from being offered, in the pool page's words (XID_TAINT, HAMI_CORDON). The first
+    ``dra_nodes`` nodes publish their cards as ``dra_driver``'s devices, the others as whole GPUs."""
+    the_pool = pool(H100)
+    for n in range(nodes):
+        the_node = Node.objects.create(
+            cluster=the_pool.cluster,
+            pool=the_pool,
+            name=f"h100-{n}",
+            product=H100,
+            model_key="H100-80GB",
+            gpu_count=8,
+        )
+        dra = n < dra_nodes
+        for index in range(8):
+            Gpu.objects.create(node=the_node, index=index, product=H100, model_key="H100-80GB")
+            ShareableUnit.objects.create(
+                cluster=the_node.cluster,
+                node=the_node,
+                key=f"dra/{dra_driver}/{the_node.name}/gpu-{index}@{the_node.name}-slice"
+                if dra
+                else f"node/{the_node.name}/gpu-{index}",
+                kind="dra_device" if dra else "whole_gpu",
+                resource_name=dra_driver if dra else "nvidia.com/gpu",
+                count=1,
+                ge_each=Decimal(1),
+                model_key="H100-80GB",
+                device_uuid=f"GPU-{n}-{index}",
+                attributes={"index": index} if dra else {},
+                unavailable=blocked.get((n, index), ""),
+            )
+    return the_pool

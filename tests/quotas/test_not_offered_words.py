@@ -11,7 +11,6 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from inventory.models import Gpu, Node, ShareableUnit
 from quotas.models import CapacityRequest, Flavor, Quota
 from quotas.models.requests import RequestState
 from tests.inventory import factories as inv
@@ -21,8 +20,8 @@ pytestmark = pytest.mark.django_db
 
 H100 = "NVIDIA-H100-80GB-HBM3"
 GPU = "nvidia.com/gpu"
-XID = "tainted by gpu.nvidia.com/xid=79:NoSchedule"
-CORDON = "cordoned by HAMi (hami.io/device-cordon)"
+XID = inv.XID_TAINT
+CORDON = inv.HAMI_CORDON
 WORDS = f"2 of 24 H100-80GB not offered: 1 GPU {CORDON}, 1 GPU {XID}"
 
 
@@ -31,31 +30,7 @@ def h100(cast):
     """Three nodes of 8 H100s, one unit a card (24 cards, 24 units): gpu 3 of h100-0 tainted by a
     fatal XID, gpu 5 of h100-2 cordoned by HAMi, nothing held. Flavor `h100` on the pool, vision holds
     a quota of 8 of it; flavor `elsewhere` on an untouched pool."""
-    pool = inv.pool(H100)
-    for n in range(3):
-        node = Node.objects.create(
-            cluster=pool.cluster,
-            pool=pool,
-            name=f"h100-{n}",
-            product=H100,
-            model_key="H100-80GB",
-            gpu_count=8,
-        )
-        for index in range(8):
-            Gpu.objects.create(node=node, index=index, product=H100, model_key="H100-80GB")
-            blocked = XID if (n, index) == (0, 3) else CORDON if (n, index) == (2, 5) else ""
-            ShareableUnit.objects.create(
-                cluster=node.cluster,
-                node=node,
-                key=f"node/{node.name}/gpu-{index}",
-                kind="whole_gpu",
-                resource_name=GPU,
-                count=1,
-                ge_each=Decimal(1),
-                model_key="H100-80GB",
-                device_uuid=f"GPU-{n}-{index}",
-                unavailable=blocked,
-            )
+    pool = inv.h100_cards(nodes=3, blocked={(0, 3): XID, (2, 5): CORDON})
     flavor = Flavor.objects.create(
         name="h100", pool=pool, gpu_model=H100, resources=[{"name": GPU, "ge_per_unit": "1"}]
     )

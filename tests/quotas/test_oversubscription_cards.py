@@ -93,8 +93,8 @@ def test_the_page_shows_the_cards_and_the_ratio(cast, client, h100_pool):
     assert row.count('<td class="num">24</td>') == 2 and row.count("1.50\u00d7") == 2
 
 
-XID = "tainted by gpu.nvidia.com/xid=79:NoSchedule"
-CORDON = "cordoned by HAMi (hami.io/device-cordon)"
+XID = inv.XID_TAINT
+CORDON = inv.HAMI_CORDON
 NOT_OFFERED = f"2 of 16 H100-80GB not offered: 1 GPU {CORDON}, 1 GPU {XID}"
 
 
@@ -103,30 +103,7 @@ def tainted_pool(cast):
     """Two nodes of 8 H100s, one unit a card (16 cards): gpu 3 of h100-0 tainted by a fatal XID, gpu 5
     of h100-1 cordoned by HAMi. Flavor `h100` (vision 20 whole GPUs) on the pool, `t4` on a pool
     nothing taints."""
-    pool = inv.pool(H100)
-    for n in range(2):
-        node = Node.objects.create(
-            cluster=pool.cluster,
-            pool=pool,
-            name=f"h100-{n}",
-            product=H100,
-            model_key="H100-80GB",
-            gpu_count=8,
-        )
-        for index in range(8):
-            Gpu.objects.create(node=node, index=index, product=H100, model_key="H100-80GB")
-            ShareableUnit.objects.create(
-                cluster=node.cluster,
-                node=node,
-                key=f"node/{node.name}/gpu-{index}",
-                kind="whole_gpu",
-                resource_name=GPU,
-                count=1,
-                ge_each=Decimal(1),
-                model_key="H100-80GB",
-                device_uuid=f"GPU-{n}-{index}",
-                unavailable=XID if (n, index) == (0, 3) else CORDON if (n, index) == (1, 5) else "",
-            )
+    pool = inv.h100_cards(nodes=2, blocked={(0, 3): XID, (1, 5): CORDON})
     whole = Flavor.objects.create(
         name="h100", pool=pool, gpu_model=H100, resources=[{"name": GPU, "ge_per_unit": "1"}]
     )
