@@ -62,6 +62,7 @@ class Block:
     start: int | None = None  # first memory slice of a MIG instance, where its place is known
     size: int | None = None  # memory slices it spans
     inferred: bool = False  # placed first-fit: the device plugin gives counts per node, not places
+    note: str = ""  # said beside the holder: "binds to this node when allocated" (KEP-5007)
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,13 @@ def node_layout(*, node: Node) -> NodeLayout:
         if unit.kind == "hami_gpu":
             # One card shared by many: each holder is a block of its own size.
             blocks = [_block("share", a.ge, a) for a in keyed or []] or [_block("free", Decimal(1), None)]
+        elif unit.shared_capacity:
+            # A DRA device several claims share (KEP-5075): each share is as wide as the GE it
+            # consumes, and what they leave of the device is free.
+            blocks = [_block("share", a.ge, a) for a in keyed or []]
+            left = unit.ge_each - sum((a.ge for a in keyed or []), Decimal(0))
+            if left > 0 or not blocks:
+                blocks.append(_block("free", max(left, Decimal(0)), None))
         else:
             holders = list(keyed) if keyed else by_resource.get(unit.resource_name, [])
             blocks = [
@@ -229,6 +237,8 @@ def node_layout(*, node: Node) -> NodeLayout:
                 )
                 for _ in range(unit.count)
             ]
+        if unit.binds_to_node:
+            blocks = [replace(b, note="binds to this node when allocated") for b in blocks]
         if unit.mig_profile and unit.placement_start is not None:
             # The cluster said where the instance sits (DRA MIG devices): draw it there.
             blocks = [replace(b, start=unit.placement_start, size=unit.placement_size) for b in blocks]

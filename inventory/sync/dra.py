@@ -193,6 +193,7 @@ def _device_unit(
         if device.allow_multiple_allocations
         else {},
         unavailable=blocking_reason(taints)[:300],
+        binds_to_node=device.binds_to_node,
     )
 
 
