@@ -217,7 +217,7 @@ class Allocator:
         device = self.device(device_id)
         if device is not None and consumable.is_shared(device):
             used = self.shares_used[device_id]
-            for name, amount in consumable.result_consumed(result).items():
+            for name, amount in self._share_of(device, result).items():
                 used[name] += amount
         else:
             self.take(device_id)
@@ -227,10 +227,16 @@ class Allocator:
         device = self.device(device_id)
         if device is not None and consumable.is_shared(device):
             used = self.shares_used[device_id]
-            for name, amount in consumable.result_consumed(result).items():
+            for name, amount in self._share_of(device, result).items():
                 used[name] -= amount
         else:
             self.release(device_id)
+
+    @staticmethod
+    def _share_of(device: dict[str, Any], result: dict[str, Any]) -> consumable.Amounts:
+        """What a result holds of a shared device: its consumedCapacity; a result written without one
+        (loaded objects) holds what a request naming no capacity would."""
+        return consumable.result_consumed(result) or consumable.consumption(device, {}) or {}
 
     def take(self, device_id: DeviceId) -> None:
         self.allocated.add(device_id)
