@@ -62,7 +62,6 @@ class Block:
     start: int | None = None  # first memory slice of a MIG instance, where its place is known
     size: int | None = None  # memory slices it spans
     inferred: bool = False  # placed first-fit: the device plugin gives counts per node, not places
-    note: str = ""  # said beside the holder: "binds to this node when allocated" (KEP-5007)
 
 
 @dataclass(frozen=True)
@@ -77,6 +76,8 @@ class Card:
     gpu: Gpu
     blocks: list[Block] = field(default_factory=list)
     slices: int = 0  # memory slices of the card's model (8 on A100/H100), 0: not MIG capable
+    # Its DRA devices with `bindsToNode` (KEP-5007): a claim allocated one is pinned to this node.
+    binds_to_node: list[str] = field(default_factory=list)
 
     @property
     def segments(self) -> list[Segment]:
@@ -237,14 +238,14 @@ def node_layout(*, node: Node) -> NodeLayout:
                 )
                 for _ in range(unit.count)
             ]
-        if unit.binds_to_node:
-            blocks = [replace(b, note="binds to this node when allocated") for b in blocks]
         if unit.mig_profile and unit.placement_start is not None:
             # The cluster said where the instance sits (DRA MIG devices): draw it there.
             blocks = [replace(b, start=unit.placement_start, size=unit.placement_size) for b in blocks]
         index = gpu_index.get(unit.gpu_id) if unit.gpu_id is not None else dra_index.get(unit.pk)
         if index is not None and index in cards:
             cards[index].blocks.extend(blocks)
+            if unit.binds_to_node:
+                cards[index].binds_to_node.append(unit.device_name or unit.key)
         elif unit.kind == "mig_instance":
             unplaced_mig.append((unit, blocks))
         else:
