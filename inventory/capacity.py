@@ -171,16 +171,20 @@ def unavailable_capacity(*, pool_ids: Iterable[uuid.UUID]) -> UnavailableCapacit
     )
 
 
-def pools_not_offered(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[NotOffered]]:
+def pools_not_offered(
+    *, pool_ids: Iterable[uuid.UUID], cards: dict[uuid.UUID, dict[str, int]] | None = None
+) -> dict[uuid.UUID, list[NotOffered]]:
     """Per pool, each GPU model with tainted or cordoned cards (sorted by model), from the same reasons
-    the pool page shows. One query when nothing is tainted or cordoned, three when something is,
-    whatever the pools: a page listing flavors reads it once, not per row."""
+    the pool page shows. One query when nothing is tainted or cordoned, three when something is (two
+    when the caller passes the pools' ``cards``, as ``pool_card_capacity`` reads them), whatever the
+    pools: a page listing flavors reads it once, not per row."""
     ids = list(pool_ids)
     unavailable = unavailable_capacity(pool_ids=ids)
     result: dict[uuid.UUID, list[NotOffered]] = {pool: [] for pool in ids}
     if not unavailable.cards:
         return result
-    cards = pool_card_capacity(pool_ids=ids)
+    if cards is None:
+        cards = pool_card_capacity(pool_ids=ids)
     for (pool, model), blocked in sorted(unavailable.cards.items(), key=lambda item: item[0][1]):
         result[pool].append(
             NotOffered(

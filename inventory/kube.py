@@ -286,8 +286,13 @@ def apply_resource_claim(
 
 def delete_resource_claim(api: k8s.ApiClient, *, namespace: str, name: str) -> bool:
     """Delete a ResourceClaim; False when it was already gone (deleting is idempotent)."""
+    return _deleted(k8s.ResourceV1Api(api).delete_namespaced_resource_claim, name, namespace)
+
+
+def _deleted(delete: Callable[..., Any], *args: str) -> bool:
+    """Call a client's delete; False when the object was already gone (so deleting is idempotent)."""
     try:
-        k8s.ResourceV1Api(api).delete_namespaced_resource_claim(name, namespace, _preload_content=False)
+        delete(*args, _preload_content=False)
     except ApiException as exc:
         if exc.status == 404:
             return False
@@ -367,29 +372,12 @@ def list_admission_objects(api: k8s.ApiClient, *, kind: str, label_selector: str
 
 def delete_admission_object(api: k8s.ApiClient, *, kind: str, name: str) -> bool:
     """Delete one; False when it was already gone."""
-    function = _admission_functions(api, kind)[2]
-    try:
-        function(name, _preload_content=False)
-    except ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise _error(exc) from exc
-    except (HTTPError, OSError) as exc:
-        raise _error(exc) from exc
-    return True
+    return _deleted(_admission_functions(api, kind)[2], name)
 
 
 def delete_resource_quota(api: k8s.ApiClient, *, namespace: str, name: str) -> bool:
     """Delete a ResourceQuota; False when it was already gone."""
-    try:
-        k8s.CoreV1Api(api).delete_namespaced_resource_quota(name, namespace, _preload_content=False)
-    except ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise _error(exc) from exc
-    except (HTTPError, OSError) as exc:
-        raise _error(exc) from exc
-    return True
+    return _deleted(k8s.CoreV1Api(api).delete_namespaced_resource_quota, name, namespace)
 
 
 def apply_custom_object(
@@ -467,17 +455,6 @@ def delete_custom_object(
 ) -> bool:
     """Delete one custom object; False when it was already gone."""
     custom: Any = k8s.CustomObjectsApi(api)  # with _preload_content=False it answers raw
-    try:
-        if namespace:
-            custom.delete_namespaced_custom_object(
-                group, version, namespace, plural, name, _preload_content=False
-            )
-        else:
-            custom.delete_cluster_custom_object(group, version, plural, name, _preload_content=False)
-    except ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise _error(exc) from exc
-    except (HTTPError, OSError) as exc:
-        raise _error(exc) from exc
-    return True
+    if namespace:
+        return _deleted(custom.delete_namespaced_custom_object, group, version, namespace, plural, name)
+    return _deleted(custom.delete_cluster_custom_object, group, version, plural, name)

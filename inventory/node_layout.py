@@ -62,6 +62,9 @@ class Block:
     start: int | None = None  # first memory slice of a MIG instance, where its place is known
     size: int | None = None  # memory slices it spans
     inferred: bool = False  # placed first-fit: the device plugin gives counts per node, not places
+    # A claim's binding conditions for this device in words (KEP-5007), as the allocations page says
+    # them (Allocation.binding, from inventory.domain.dra_claims.binding_words); "" when it has none.
+    binding: str = ""
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,11 @@ class Card:
         return any(b.inferred for b in self.blocks)
 
     @property
+    def binding(self) -> bool:
+        """A claim on this card waits for (or failed) its binding: its "Who holds what" opens to say so."""
+        return any(b.binding for b in self.blocks)
+
+    @property
     def slice_marks(self) -> list[float]:
         """Left edges (percent) of slices 1..n-1, for the grid lines under the segments."""
         return [100 * i / self.slices for i in range(1, self.slices)] if self.slices else []
@@ -125,6 +133,7 @@ def _block(label: str, ge: Decimal, holder: Allocation | None) -> Block:
         colour=tenant_colour(slug) if holder else FREE_COLOUR,
         holder=f"{holder.namespace}/{holder.holder_name} ({slug or 'unassigned'})" if holder else "free",
         tenant=(slug or "unassigned") if holder else "",
+        binding=holder.binding if holder else "",
     )
 
 
@@ -195,9 +204,10 @@ def _dra_card_index(units: list[ShareableUnit]) -> dict[uuid.UUID, int]:
 def node_layout(*, node: Node) -> NodeLayout:
     """The node's cards with their unit blocks, coloured by holding tenant. Three queries."""
     # Oldest holder first, so a resource's units are handed out in a stable order page after page.
+    # With its claim in the same query: a claim's binding words are read from its stored results.
     held = list(
         Allocation.objects.filter(node=node, ended_at__isnull=True)
-        .select_related("tenant")
+        .select_related("tenant", "claim")
         .order_by("started_at", "pk")
     )
     gpus = list(node.gpus.order_by("index"))

@@ -143,11 +143,14 @@ def budget_burn(*, budgets: Any, now: datetime) -> list[dict[str, Any]]:
 def oversubscription() -> list[dict[str, Any]]:
     """Per flavor and resource: the sum of nominal quota against the pool's capacity, in native units
     and in GE against the physical cards of the flavor's GPU model (cards, not advertised units: a
-    card carved into MIG instances or replicas is still one card)."""
+    card carved into MIG instances or replicas is still one card). A flavor whose pool has tainted or
+    cordoned cards of its model says why they are not offered (``flavors_not_offered``, the flavor
+    pages' words), on its last resource's row: one read for the page, with the cards already read."""
     flavors = list(Flavor.objects.select_related("pool"))
     pool_ids = [f.pool_id for f in flavors if f.pool_id]
     capacity = cached_pool_resource_capacity(pool_ids=pool_ids)
     cards = cached_pool_card_capacity(pool_ids=pool_ids)
+    not_offered = flavors_not_offered(flavors=flavors, cards=cards)
     nominal: dict[tuple[uuid.UUID, str], int] = defaultdict(int)
     for flavor, resource, value in Quota.objects.values_list("flavor_id", "resource", "nominal"):
         nominal[(flavor, resource)] += value
@@ -158,7 +161,8 @@ def oversubscription() -> list[dict[str, Any]]:
         flavor_cards = (
             _cards_of_model(models_cards, f.gpu_model) if f.gpu_model else sum(models_cards.values())
         )
-        for r in f.resource_names:
+        names = f.resource_names
+        for r in names:
             physical = capacity.get(f.pool_id, {}).get(r, 0) if f.pool_id else 0
             total = nominal[(f.pk, r)]
             nominal_ge = float(total * ge_per_unit.get(r, 0))
@@ -173,16 +177,20 @@ def oversubscription() -> list[dict[str, Any]]:
                     "cards": flavor_cards,
                     "card_ratio": round(nominal_ge / flavor_cards, 2) if flavor_cards else None,
                     "pool_missing": f.pool_id is None,
+                    "not_offered": not_offered.get(f.pk, "") if r == names[-1] else "",
                 }
             )
     return rows
 
 
-def flavors_not_offered(*, flavors: list[Flavor]) -> dict[uuid.UUID, str]:
+def flavors_not_offered(
+    *, flavors: list[Flavor], cards: dict[uuid.UUID, dict[str, int]] | None = None
+) -> dict[uuid.UUID, str]:
     """Per flavor whose pool has tainted or cordoned cards of its GPU model (any model when it names
     none): why its free capacity is short, in the pool page's words ("1 of 8 H100-80GB not offered:
-    1 GPU tainted by gpu.nvidia.com/xid=79:NoSchedule"). One read for all the flavors of a page."""
-    by_pool = pools_not_offered(pool_ids={f.pool_id for f in flavors if f.pool_id})
+    1 GPU tainted by gpu.nvidia.com/xid=79:NoSchedule"). One read for all the flavors of a page;
+    ``cards`` (``pool_card_capacity`` of their pools), when the caller has them, saves a query."""
+    by_pool = pools_not_offered(pool_ids={f.pool_id for f in flavors if f.pool_id}, cards=cards)
     result: dict[uuid.UUID, str] = {}
     for f in flavors:
         entries = by_pool.get(f.pool_id, []) if f.pool_id else []

@@ -211,6 +211,15 @@ class FragmentationSerializer(StrictSerializer):
     by_model = serializers.DictField(child=ModelFragmentationSerializer())
 
 
+class SliceIssueSerializer(StrictSerializer):
+    """An issue the sync found in one of the node's ResourceSlices taken with the rest of its pool."""
+
+    severity = serializers.CharField()
+    code = serializers.CharField(help_text="dra.counters.undeclared_set, dra.counters.undeclared_counter")
+    message = serializers.CharField()
+    source = serializers.CharField(help_text="'<slice>: <device>'")  # type: ignore[assignment]
+
+
 class NodeSerializer(serializers.ModelSerializer[Node]):
     cluster = serializers.CharField(source="cluster.name")
     pool = serializers.UUIDField(source="pool_id")
@@ -221,6 +230,9 @@ class NodeSerializer(serializers.ModelSerializer[Node]):
     advertised_ge = serializers.DecimalField(
         max_digits=14, decimal_places=6, read_only=True, default=Decimal(0)
     )
+    # Counters a device consumes that its pool does not declare (KEP-4815), as the node page lists
+    # them under "Parse issues": read for the whole page by the view (context "slice_issues").
+    slice_issues = serializers.SerializerMethodField()
 
     class Meta:
         model = Node
@@ -250,6 +262,7 @@ class NodeSerializer(serializers.ModelSerializer[Node]):
             "advertised_units",
             "advertised_ge",
             "parse_issues",
+            "slice_issues",
             "nvlink_clique",
             "topology",
             "driver_managed_mig",
@@ -257,6 +270,10 @@ class NodeSerializer(serializers.ModelSerializer[Node]):
             "gone_at",
             "updated_at",
         ]
+
+    @extend_schema_field(SliceIssueSerializer(many=True))
+    def get_slice_issues(self, node: Node) -> list[dict[str, str]]:
+        return list(self.context.get("slice_issues", {}).get(node.pk, []))
 
 
 class GpuSerializer(serializers.ModelSerializer[Gpu]):

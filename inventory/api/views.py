@@ -149,6 +149,20 @@ class NodeViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSe
     serializer_class = NodeSerializer
     filterset_class = filters.NodeFilter
 
+    def get_serializer_context(self) -> dict[str, Any]:
+        return {**super().get_serializer_context(), "slice_issues": getattr(self, "_slice_issues", {})}
+
+    def paginate_queryset(self, queryset: Any) -> Any:
+        page = super().paginate_queryset(queryset)
+        # The page's slice issues in one query, not one per node.
+        self._slice_issues = selectors.nodes_slice_issues(nodes=page or [])
+        return page
+
+    def retrieve(self, request: Request, pk: str) -> Response:
+        node = self.get_object()
+        self._slice_issues = selectors.nodes_slice_issues(nodes=[node])
+        return Response(self.get_serializer(node).data)
+
 
 class GpuViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
     """Physical GPUs (platform roles only)."""

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from typing import TypeVar
 
 from gpuplatform.audit.services import record_event
 from metering.models import Adjustment, BillingPeriod, CapacityHour, UsageHour
@@ -30,6 +31,7 @@ from metering.models.periods import IDLE_METER
 from metering.services.periods import next_open_period
 
 ZERO = Decimal(0)
+_Row = TypeVar("_Row", UsageHour, CapacityHour)
 
 
 @dataclass
@@ -173,14 +175,7 @@ def _usage_adjustments(
             continue
         if partial_only_adds and (row is None or not row.complete) and delta_q < 0:
             continue
-        meta: UsageHour | Adjustment
-        if row is not None:
-            meta = row
-        elif was is not None:
-            meta = was
-        else:
-            assert earlier is not None  # the key came from one of the three
-            meta = earlier.latest
+        meta = _described_by(row, was, earlier)
         made.append(
             Adjustment(
                 adjusts_period=period,
@@ -198,6 +193,17 @@ def _usage_adjustments(
             )
         )
     return made
+
+
+def _described_by(row: _Row | None, was: _Row | None, earlier: _Booked | None) -> _Row | Adjustment:
+    """The row whose pool, model and holder an adjustment copies: what is read now, else the
+    closed row, else the latest adjustment (a key comes from at least one of the three)."""
+    if row is not None:
+        return row
+    if was is not None:
+        return was
+    assert earlier is not None
+    return earlier.latest
 
 
 def idle_key(node_name: str) -> str:
@@ -224,14 +230,7 @@ def _idle_adjustments(
         )
         if abs(delta) < NINE_PLACES:
             continue
-        meta: CapacityHour | Adjustment
-        if row is not None:
-            meta = row
-        elif was is not None:
-            meta = was
-        else:
-            assert earlier is not None  # the key came from one of the three
-            meta = earlier.latest
+        meta = _described_by(row, was, earlier)
         made.append(
             Adjustment(
                 adjusts_period=period,

@@ -98,14 +98,22 @@ def _receivers(receiver_ids: list[uuid.UUID]) -> list[AlertReceiver]:
 
 
 def _name_free(name: str, *, other_than: uuid.UUID | None = None) -> str:
+    return _unique_name(Slo, name, what="An SLO", code="slo", other_than=other_than)
+
+
+def _unique_name(
+    model: type[Slo] | type[AlertReceiver], name: str, *, what: str, code: str, other_than: uuid.UUID | None
+) -> str:
+    """A name given, stripped, that no other object of the kind bears (names are how people and
+    receivers' messages tell SLOs and receivers apart)."""
     name = name.strip()
     if not name:
-        raise ValidationFailed("An SLO has a name.", code="slo.name_missing", field="name")
-    others = Slo.objects.filter(name=name)
+        raise ValidationFailed(f"{what} has a name.", code=f"{code}.name_missing", field="name")
+    others = model.objects.filter(name=name)
     if other_than is not None:
         others = others.exclude(pk=other_than)
     if others.exists():
-        raise ValidationFailed(f"An SLO named {name!r} exists.", code="slo.name_taken", field="name")
+        raise ValidationFailed(f"{what} named {name!r} exists.", code=f"{code}.name_taken", field="name")
     return name
 
 
@@ -246,15 +254,7 @@ def _params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _receiver_name_free(name: str, *, other_than: uuid.UUID | None = None) -> str:
-    name = name.strip()
-    if not name:
-        raise ValidationFailed("A receiver has a name.", code="receiver.name_missing", field="name")
-    others = AlertReceiver.objects.filter(name=name)
-    if other_than is not None:
-        others = others.exclude(pk=other_than)
-    if others.exists():
-        raise ValidationFailed(f"A receiver named {name!r} exists.", code="receiver.name_taken", field="name")
-    return name
+    return _unique_name(AlertReceiver, name, what="A receiver", code="receiver", other_than=other_than)
 
 
 def _receiver_snapshot(receiver: AlertReceiver) -> dict[str, Any]:

@@ -5,6 +5,7 @@ objects: a tenant sees why the list is empty, and every page about one of them i
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -114,23 +115,40 @@ def _refused(form: forms.Form, error: DomainError) -> None:
     form.add_error(field if field in form.fields else None, error.message)
 
 
-@login_required
-def slo_create(request: HttpRequest) -> HttpResponse:
-    user = _admin(request)
-    form = SloForm(request.POST or None)
+def _form_page(
+    request: HttpRequest,
+    form: SloForm | ReceiverForm,
+    *,
+    save: Callable[[dict[str, Any]], Any],
+    said: Callable[[Any], str],
+    then: Callable[[Any], HttpResponse],
+    template: str,
+    context: dict[str, Any],
+) -> HttpResponse:
+    """A create or edit page: a valid POST is saved by the service, whose refusal lands on the form
+    and changes nothing; the page is answered in place under htmx (gpuplatform.ui.in_place)."""
     if request.method == "POST" and form.is_valid():
         try:
-            slo = slo_services.create_slo(actor=user, **form.values())
+            saved = save(form.values())
         except DomainError as error:
             _refused(form, error)
         else:
-            messages.success(request, f"Created the SLO {slo.name}. It is measured at the next evaluation.")
-            return go_on(request, "slo-detail", slo_id=slo.pk)
-    return render(
+            messages.success(request, said(saved))
+            return then(saved)
+    return render(request, template, {"form": form, **context}, status=form_status(request, form))
+
+
+@login_required
+def slo_create(request: HttpRequest) -> HttpResponse:
+    user = _admin(request)
+    return _form_page(
         request,
-        "metering/slo_form.html",
-        {"form": form, "title": "New SLO"},
-        status=form_status(request, form),
+        SloForm(request.POST or None),
+        save=lambda values: slo_services.create_slo(actor=user, **values),
+        said=lambda slo: f"Created the SLO {slo.name}. It is measured at the next evaluation.",
+        then=lambda slo: go_on(request, "slo-detail", slo_id=slo.pk),
+        template="metering/slo_form.html",
+        context={"title": "New SLO"},
     )
 
 
@@ -138,17 +156,15 @@ def slo_create(request: HttpRequest) -> HttpResponse:
 def slo_edit(request: HttpRequest, slo_id: str) -> HttpResponse:
     user = _admin(request)
     slo = get_object_or_404(Slo.objects.visible_to(user), pk=slo_id)
-    form = SloForm(request.POST or None, instance=slo)
-    if request.method == "POST" and form.is_valid():
-        try:
-            slo = slo_services.update_slo(actor=user, slo_id=slo.pk, **form.values())
-        except DomainError as error:
-            _refused(form, error)
-        else:
-            messages.success(request, f"Saved the SLO {slo.name}.")
-            return go_on(request, "slo-detail", slo_id=slo.pk)
-    context = {"form": form, "title": f"Edit SLO {slo.name}", "slo": slo}
-    return render(request, "metering/slo_form.html", context, status=form_status(request, form))
+    return _form_page(
+        request,
+        SloForm(request.POST or None, instance=slo),
+        save=lambda values: slo_services.update_slo(actor=user, slo_id=slo.pk, **values),
+        said=lambda saved: f"Saved the SLO {saved.name}.",
+        then=lambda saved: go_on(request, "slo-detail", slo_id=saved.pk),
+        template="metering/slo_form.html",
+        context={"title": f"Edit SLO {slo.name}", "slo": slo},
+    )
 
 
 @login_required
@@ -182,39 +198,34 @@ def receiver_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def receiver_create(request: HttpRequest) -> HttpResponse:
     user = _admin(request)
-    form = ReceiverForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            receiver = slo_services.create_receiver(actor=user, **form.values())
-        except DomainError as error:
-            _refused(form, error)
-        else:
-            messages.success(request, f"Added the alert receiver {receiver.name}.")
-            return go_on(request, "slo-receivers")
-    context = {"form": form, "title": "New alert receiver"}
-    return render(request, "metering/receiver_form.html", context, status=form_status(request, form))
+    return _form_page(
+        request,
+        ReceiverForm(request.POST or None),
+        save=lambda values: slo_services.create_receiver(actor=user, **values),
+        said=lambda receiver: f"Added the alert receiver {receiver.name}.",
+        then=lambda _: go_on(request, "slo-receivers"),
+        template="metering/receiver_form.html",
+        context={"title": "New alert receiver"},
+    )
 
 
 @login_required
 def receiver_edit(request: HttpRequest, receiver_id: str) -> HttpResponse:
     user = _admin(request)
     receiver = get_object_or_404(AlertReceiver.objects.visible_to(user), pk=receiver_id)
-    form = ReceiverForm(request.POST or None, instance=receiver)
-    if request.method == "POST" and form.is_valid():
-        try:
-            receiver = slo_services.update_receiver(actor=user, receiver_id=receiver.pk, **form.values())
-        except DomainError as error:
-            _refused(form, error)
-        else:
-            messages.success(request, f"Saved the alert receiver {receiver.name}.")
-            return go_on(request, "slo-receivers")
-    context = {
-        "form": form,
-        "title": f"Edit alert receiver {receiver.name}",
-        "receiver": receiver,
-        "slos": receiver.slos.order_by("name"),
-    }
-    return render(request, "metering/receiver_form.html", context, status=form_status(request, form))
+    return _form_page(
+        request,
+        ReceiverForm(request.POST or None, instance=receiver),
+        save=lambda values: slo_services.update_receiver(actor=user, receiver_id=receiver.pk, **values),
+        said=lambda saved: f"Saved the alert receiver {saved.name}.",
+        then=lambda _: go_on(request, "slo-receivers"),
+        template="metering/receiver_form.html",
+        context={
+            "title": f"Edit alert receiver {receiver.name}",
+            "receiver": receiver,
+            "slos": receiver.slos.order_by("name"),
+        },
+    )
 
 
 @login_required

@@ -231,3 +231,45 @@ def mark_offline_nodes(*, now: Any = None) -> int:
             move(row, Event.SILENCE, reason=f"no heartbeat since {row.last_heartbeat_at:%Y-%m-%dT%H:%M:%SZ}")
             moved += 1
     return moved
+
+
+def release_rollout_nodes(
+    *, rollout: Any, rows: list[NodePolicyState], why: str
+) -> tuple[int, int, list[NodePolicyState]]:
+    """A rollout stops for good (aborted, or stopped by the platform): its nodes that applied its
+    revision keep it; the others stay on what they run (their desired revision goes back to it, or to
+    none, so no bundle of the rollout is handed out any more). The caller holds the rollout's and the
+    pool's node rows' locks and uncordons, after commit, the rows returned (the rollout cordoned them).
+    Returns (kept, stopped, to uncordon). Each node's move is audited."""
+    mine = [r for r in rows if r.rollout_id == rollout.pk]
+    numbers = {r.applied_revision for r in mine if r.applied_revision}
+    by_number = {
+        rev.number: rev for rev in PolicyRevision.objects.filter(pool=rollout.pool, number__in=numbers)
+    }
+    kept, stopped, uncordon = 0, 0, []
+    for row in mine:
+        if row.state == NodeState.APPLIED and row.desired_revision_id == rollout.revision_id:
+            kept += 1
+            continue
+        stopped += 1
+        if row.state == NodeState.BLOCKED:
+            move(row, Event.UNBLOCK, reason=f"rollout {rollout.pk} {why}")
+        back_to = by_number.get(row.applied_revision or 0)
+        if back_to is not None and can(row.state, Event.SUCCEED):
+            move(
+                row,
+                Event.SUCCEED,
+                reason=f"rollout {why}: stays on r{back_to.number}",
+                desired_revision=back_to,
+                verified=True,
+                last_code="",
+                last_message="",
+            )
+        else:
+            # Never applied one of ours (or offline): nothing is desired of it any more.
+            row.desired_revision = None
+            row.next_attempt_at = None
+            row.save(update_fields=["desired_revision", "next_attempt_at"])
+        if row.cordoned_by_rollout:
+            uncordon.append(row)
+    return kept, stopped, uncordon

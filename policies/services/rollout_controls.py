@@ -17,9 +17,9 @@ from gpuplatform.accounts.models import User
 from gpuplatform.audit.services import record_event
 from gpuplatform.errors import Conflict, Forbidden, NotFound
 from policies import draining, push
-from policies.models import ACTIVE_STATES, NodePolicyState, PolicyRevision, Rollout, RolloutState
-from policies.node_states import Event, NodeState, can
-from policies.services.delivery import move
+from policies.models import ACTIVE_STATES, NodePolicyState, Rollout
+from policies.rollout_states import RolloutEvent, can, transition
+from policies.services.delivery import release_rollout_nodes
 from policies.services.rollouts import _act, _lock_pool_rows, _Pass, begin_rollback, queue_advance
 
 __all__ = ["abort_rollout", "pause_rollout", "resume_rollout", "roll_back_rollout"]
@@ -48,9 +48,9 @@ def pause_rollout(*, actor: User, rollout_id: uuid.UUID | str) -> Rollout:
     applying it. Locks the rollout row. Audited."""
     with transaction.atomic():
         rollout = _locked(actor, rollout_id, "pause")
-        if rollout.state != RolloutState.RUNNING:
+        if not can(rollout.state, RolloutEvent.PAUSE):
             raise _refuse(rollout, "paused", "rollout.not_running")
-        rollout.state = RolloutState.PAUSED
+        rollout.state = transition(rollout.state, RolloutEvent.PAUSE)
         rollout.save(update_fields=["state"])
         record_event(actor=actor, action="rollout.paused", obj=rollout, before={"state": "running"})
     return rollout
@@ -60,9 +60,9 @@ def resume_rollout(*, actor: User, rollout_id: uuid.UUID | str) -> Rollout:
     """Let a paused rollout go on where it stopped; the driver runs after commit. Audited."""
     with transaction.atomic():
         rollout = _locked(actor, rollout_id, "resume")
-        if rollout.state != RolloutState.PAUSED:
+        if not can(rollout.state, RolloutEvent.RESUME):
             raise _refuse(rollout, "resumed", "rollout.not_paused")
-        rollout.state = RolloutState.RUNNING
+        rollout.state = transition(rollout.state, RolloutEvent.RESUME)
         rollout.save(update_fields=["state"])
         record_event(actor=actor, action="rollout.resumed", obj=rollout, before={"state": "paused"})
         queue_advance(rollout.pk)
@@ -74,44 +74,14 @@ def abort_rollout(*, actor: User, rollout_id: uuid.UUID | str) -> Rollout:
     stay on what they run (their desired revision goes back to it, so no bundle is handed out), and a
     node the rollout cordoned is uncordoned after commit. Locks the rollout and the pool's node rows.
     Audited."""
-    uncordon: list[NodePolicyState] = []
     with transaction.atomic():
         rollout = _locked(actor, rollout_id, "abort")
-        if rollout.state not in ACTIVE_STATES:
+        if not can(rollout.state, RolloutEvent.ABORT):
             raise _refuse(rollout, "aborted", "rollout.finished")
-        rows = [r for r in _lock_pool_rows(rollout.pool) if r.rollout_id == rollout.pk]
-        numbers = {r.applied_revision for r in rows if r.applied_revision}
-        by_number = {
-            rev.number: rev for rev in PolicyRevision.objects.filter(pool=rollout.pool, number__in=numbers)
-        }
-        kept, stopped = 0, 0
-        for row in rows:
-            if row.state == NodeState.APPLIED and row.desired_revision_id == rollout.revision_id:
-                kept += 1
-                continue
-            stopped += 1
-            if row.state == NodeState.BLOCKED:
-                move(row, Event.UNBLOCK, reason=f"rollout {rollout.pk} aborted")
-            back_to = by_number.get(row.applied_revision or 0)
-            if back_to is not None and can(row.state, Event.SUCCEED):
-                move(
-                    row,
-                    Event.SUCCEED,
-                    reason=f"rollout aborted: stays on r{back_to.number}",
-                    desired_revision=back_to,
-                    verified=True,
-                    last_code="",
-                    last_message="",
-                )
-            else:
-                # Never applied one of ours (or offline): nothing is desired of it any more.
-                row.desired_revision = None
-                row.next_attempt_at = None
-                row.save(update_fields=["desired_revision", "next_attempt_at"])
-            if row.cordoned_by_rollout:
-                uncordon.append(row)
+        rows = _lock_pool_rows(rollout.pool)
+        kept, stopped, uncordon = release_rollout_nodes(rollout=rollout, rows=rows, why="aborted")
         before = rollout.state
-        rollout.state = RolloutState.CANCELLED
+        rollout.state = transition(rollout.state, RolloutEvent.ABORT)
         rollout.finished_at = timezone.now()
         rollout.message = (
             f"aborted by {actor.username}: {kept} node(s) keep r{rollout.revision.number}, "

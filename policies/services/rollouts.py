@@ -26,12 +26,11 @@ from django.db.models import Max
 from django.utils import timezone
 
 from gpuplatform.accounts.models import User
-from gpuplatform.audit.services import record_attempt, record_event, snapshot
+from gpuplatform.audit.services import record_event, snapshot
 from gpuplatform.db.after_commit import queue_after_commit
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from inventory.models import Cluster, Node, NodePool
 from policies import draining, push, signing
-from policies.compiler import mig_management_parts
 from policies.models import (
     ACTIVE_STATES,
     NodePolicyState,
@@ -42,7 +41,9 @@ from policies.models import (
     SharingPolicy,
 )
 from policies.node_states import Event, NodeState
+from policies.rollout_states import RolloutEvent, can, transition
 from policies.services.delivery import ADVANCE_TASK, fail_node, move
+from policies.services.mig_ownership import refuse_driver_managed_mig, stop_if_driver_managed
 from policies.services.revisions import flavors_follow_revision, publish_policy
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ def start_rollout(
         raise Forbidden("Only platform-admins roll out policies.")
     if max_unavailable < 1:
         raise ValidationFailed("max_unavailable must be at least 1.", code="invalid_max_unavailable")
-    _refuse_driver_managed_mig(actor=actor, pool_id=pool_id, revision_id=revision_id)
+    refuse_driver_managed_mig(actor=actor, pool_id=pool_id, revision_id=revision_id)
     with transaction.atomic():
         pool = NodePool.objects.select_for_update().filter(pk=pool_id).first()
         if pool is None:
@@ -117,41 +118,6 @@ def start_rollout(
         )
         queue_advance(rollout.pk)
     return rollout
-
-
-def _refuse_driver_managed_mig(*, actor: User, pool_id: uuid.UUID, revision_id: uuid.UUID) -> None:
-    """No bundle that drives mig-parted reaches a pool whose MIG the NVIDIA DRA driver owns. Checked
-    before the rollout's transaction, so the refusal is audited (``rollout.refused``); an unknown pool
-    or revision is left to the lookups that follow."""
-    revision = PolicyRevision.objects.filter(pk=revision_id, pool_id=pool_id).select_related("pool").first()
-    if revision is None:
-        return
-    parts = mig_management_parts(revision.bundle or {})
-    if not parts:
-        return
-    managed = list(
-        Node.objects.filter(pool_id=pool_id, present=True, driver_managed_mig=True)
-        .order_by("name")
-        .values_list("name", flat=True)[:4]
-    )
-    if not managed:
-        return
-    where = ", ".join(managed[:3]) + (" and more" if len(managed) > 3 else "")
-    refused = Conflict(
-        f"Revision r{revision.number} is not rolled out on {revision.pool.name}: the NVIDIA DRA driver "
-        f"manages MIG on its nodes ({where}) with DynamicMIG, creating MIG partitions per claim, and "
-        f"mig-parted must not run beside it; this revision would push {', '.join(parts)}. Declare mode "
-        "dra and publish a new revision.",
-        code="rollout.driver_managed_mig",
-    )
-    record_attempt(
-        actor=actor,
-        action="rollout.refused",
-        object_type="policies.rollout",
-        object_repr=f"pool {revision.pool.name} r{revision.number}",
-        detail={"pool": str(pool_id), "revision": revision.number, "code": refused.code, "pushes": parts},
-    )
-    raise refused
 
 
 @dataclass(frozen=True)
@@ -282,6 +248,10 @@ def _exhausted(row: NodePolicyState) -> bool:
 
 def _drive(rollout: Rollout, rows: list[NodePolicyState], step: _Pass) -> None:
     """The decision, under the locks: database rows and ``step.seen`` only, no cluster call."""
+    stopped = stop_if_driver_managed(rollout=rollout, rows=rows)
+    if stopped is not None:
+        step.uncordons.extend(stopped)  # the nodes it cordoned for a MIG change it will not make
+        return
     now = timezone.now()
     target = rollout.revision
     mine = [r for r in rows if r.rollout_id == rollout.pk and r.desired_revision_id == target.pk]
@@ -309,7 +279,7 @@ def _drive(rollout: Rollout, rows: list[NodePolicyState], step: _Pass) -> None:
         for row in fresh[:room]:
             _assign(row, rollout, step)
     if all(r.rollout_id == rollout.pk and r.state == NodeState.APPLIED and r.verified for r in rows):
-        rollout.state = RolloutState.SUCCEEDED
+        rollout.state = transition(rollout.state, RolloutEvent.SUCCEED)
         rollout.finished_at = timezone.now()
         rollout.save(update_fields=["state", "finished_at"])
         # Every node now advertises what the revision names: the flavors follow, not before.
@@ -497,7 +467,7 @@ def _finish_failed(
     """A node failed for good: the rollout fails, and unless it was itself a roll back, a new higher
     revision carrying the previous bundle is rolled out (operation kind rollback)."""
     names = ", ".join(f"{r.node.name} ({r.last_code})" for r in exhausted)
-    rollout.state = RolloutState.FAILED
+    rollout.state = transition(rollout.state, RolloutEvent.FAIL)
     rollout.finished_at = timezone.now()
     previous = rollout.from_revision
     if rollout.kind == OperationKind.ROLLBACK or previous is None:
@@ -549,8 +519,8 @@ def begin_rollback(
         after={"number": back.number, "bundle_of": previous.number, "replaces": target.number},
     )
     # The rollout being replaced leaves the running states first: one active rollout per pool.
-    if rollout.state in ACTIVE_STATES:
-        rollout.state = RolloutState.CANCELLED
+    if can(rollout.state, RolloutEvent.ABORT):
+        rollout.state = transition(rollout.state, RolloutEvent.ABORT)
         rollout.finished_at = timezone.now()
     rollout.save(update_fields=["state", "finished_at"])
     rollback = Rollout.objects.create(

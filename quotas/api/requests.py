@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import django_filters
@@ -14,7 +15,7 @@ from rest_framework.response import Response
 
 from gpuplatform.api.filters import FilterSet, IdOrNameFilter
 from gpuplatform.api.serializers import StrictModelSerializer, StrictSerializer
-from gpuplatform.api.viewsets import ScopedViewSet
+from quotas.api.approvals import ApprovalViewSet
 from quotas.models import CapacityRequest, RequestState, RequestTransition
 from quotas.services import requests as request_services
 
@@ -142,10 +143,6 @@ class SubmitSerializer(StrictSerializer):
         return attrs
 
 
-class NoteSerializer(StrictSerializer):
-    note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
-
-
 class CapacityRequestFilter(FilterSet):
     tenant = IdOrNameFilter(field_name="tenant_id", name_field="tenant__slug", help_text="Id or slug.")
     tenant_slug = django_filters.CharFilter(field_name="tenant__slug")
@@ -179,7 +176,7 @@ IDEMPOTENCY = OpenApiParameter(
 )
 
 
-class CapacityRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+class CapacityRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ApprovalViewSet):
     """Requests for GPU capacity: pending ones say why they wait and where they stand in line."""
 
     queryset = CapacityRequest.objects.select_related(
@@ -228,21 +225,5 @@ class CapacityRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, S
     def release(self, request: Request, pk: str) -> Response:
         return self._detail(request_services.release_request(actor=self.actor, request_id=pk))
 
-    @extend_schema(request=NoteSerializer, responses=CapacityRequestSerializer)
-    @action(detail=True, methods=["post"])
-    def approve(self, request: Request, pk: str) -> Response:
-        return self._decide(request, approve=True)
-
-    @extend_schema(request=NoteSerializer, responses=CapacityRequestSerializer)
-    @action(detail=True, methods=["post"])
-    def reject(self, request: Request, pk: str) -> Response:
-        return self._decide(request, approve=False)
-
-    def _decide(self, request: Request, *, approve: bool) -> Response:
-        found = self.get_object()  # 404 for what the caller cannot see, before judging the body
-        note = NoteSerializer(data=request.data)
-        note.is_valid(raise_exception=True)
-        decided = request_services.decide_approval(
-            actor=self.actor, request_id=found.pk, approve=approve, note=note.validated_data["note"]
-        )
-        return self._detail(decided)
+    def decide(self, *, pk: uuid.UUID, approve: bool, note: str) -> None:
+        request_services.decide_approval(actor=self.actor, request_id=pk, approve=approve, note=note)

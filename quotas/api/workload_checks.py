@@ -3,17 +3,14 @@ verdict, reservation, approval) and the approval itself (approve or reject with 
 
 from __future__ import annotations
 
+import uuid
+
 import django_filters
-from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers
-from rest_framework.decorators import action
-from rest_framework.request import Request
-from rest_framework.response import Response
 
 from gpuplatform.api.filters import FilterSet
 from gpuplatform.api.serializers import StrictModelSerializer
-from gpuplatform.api.viewsets import ScopedViewSet
-from quotas.api.requests import NoteSerializer
+from quotas.api.approvals import ApprovalViewSet
 from quotas.kueue_check.service import decide_workload_approval
 from quotas.models import CheckVerdict, WorkloadApproval, WorkloadCheck
 
@@ -64,7 +61,7 @@ class WorkloadCheckFilter(FilterSet):
         fields = ["tenant", "verdict", "approval"]
 
 
-class WorkloadCheckViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+class WorkloadCheckViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ApprovalViewSet):
     """gpuplatform's admission check on Kueue Workloads: why each waits or passed, and approvals."""
 
     queryset = WorkloadCheck.objects.select_related("tenant", "workload__cluster", "approved_by").order_by(
@@ -73,22 +70,5 @@ class WorkloadCheckViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Sco
     serializer_class = WorkloadCheckSerializer
     filterset_class = WorkloadCheckFilter
 
-    @extend_schema(request=NoteSerializer, responses=WorkloadCheckSerializer)
-    @action(detail=True, methods=["post"])
-    def approve(self, request: Request, pk: str) -> Response:
-        return self._decide(request, approve=True)
-
-    @extend_schema(request=NoteSerializer, responses=WorkloadCheckSerializer)
-    @action(detail=True, methods=["post"])
-    def reject(self, request: Request, pk: str) -> Response:
-        return self._decide(request, approve=False)
-
-    def _decide(self, request: Request, *, approve: bool) -> Response:
-        found = self.get_object()  # 404 for what the caller cannot see, before judging the body
-        note = NoteSerializer(data=request.data)
-        note.is_valid(raise_exception=True)
-        decide_workload_approval(
-            actor=self.actor, check_id=found.pk, approve=approve, note=note.validated_data["note"]
-        )
-        fresh = self.get_queryset().get(pk=found.pk)
-        return Response(WorkloadCheckSerializer(fresh, context=self.get_serializer_context()).data)
+    def decide(self, *, pk: uuid.UUID, approve: bool, note: str) -> None:
+        decide_workload_approval(actor=self.actor, check_id=pk, approve=approve, note=note)

@@ -25,7 +25,7 @@ def _issues(cluster):
 
 
 def test_a_counter_the_pool_does_not_declare_is_flagged_once_on_the_slice_and_node(
-    kubesim_factory, register, cast
+    kubesim_factory, register, cast, api
 ):
     sim = kubesim_factory(scenario="dra", nodes=6, seed=2)
     cluster = register(sim)
@@ -69,6 +69,17 @@ def test_a_counter_the_pool_does_not_declare_is_flagged_once_on_the_slice_and_no
     assert f"{piece.name}: {device['name']}" in page
     assert "dra.counters.undeclared_counter" in browser.get("/inventory/").content.decode()
 
+    # the node's API representation lists the same two, on the node and in the list's row for it
+    client = api(cast.pat)
+    detail = client.get(f"/api/v1/nodes/{node.pk}/").json()["slice_issues"]
+    assert sorted((i["code"], i["severity"], i["source"]) for i in detail) == [
+        ("dra.counters.undeclared_counter", "error", f"{piece.name}: {device['name']}"),
+        ("dra.counters.undeclared_set", "error", f"{piece.name}: {device['name']}"),
+    ]
+    assert issue.last_message in {i["message"] for i in detail}
+    listed = client.get(f"/api/v1/nodes/?page_size=50&cluster={cluster.name}").json()["results"]
+    assert {row["name"]: len(row["slice_issues"]) for row in listed if row["slice_issues"]} == {node.name: 2}
+
     # the driver republishes the slice as it was: the issues leave the node page
     fixed = copy.deepcopy(sim.store.get("resourceslices", None, piece.name))
     fixed["spec"] = original["spec"]
@@ -76,4 +87,5 @@ def test_a_counter_the_pool_does_not_declare_is_flagged_once_on_the_slice_and_no
     ClusterSync(cluster, page_size=50).full_sync()
     page = browser.get(reverse("inventory-node", args=[node.pk])).content.decode()
     assert "dra.counters.undeclared" not in page
+    assert client.get(f"/api/v1/nodes/{node.pk}/").json()["slice_issues"] == []
     assert ResourceSlice.objects.get(cluster=cluster, name=piece.name).counters.get("issues") in (None, [])

@@ -174,3 +174,19 @@ def test_the_same_request_on_a_resourcequota_cluster_writes_the_quota(cast, api,
     assert core.read_namespaced_resource_quota(QUOTA_NAME, "team-vision").spec.hard == {
         f"requests.{GPU}": "2"
     }
+
+
+def test_a_released_dra_request_takes_its_claim_back_once(cast, api, fleet):
+    _, _, resource = fleet
+    claim = admit(api, cast, flavor="h100-dra", amount=1)
+    materialise_request_task(str(claim.pk))
+    ours = "app.kubernetes.io/managed-by=gpuplatform"
+    [made] = resource.list_namespaced_resource_claim("team-vision", label_selector=ours).items
+    assert made.spec.devices.requests[0].exactly.device_class_name == "gpu.nvidia.com"
+
+    response = api(cast.alice).post(f"/api/v1/capacity-requests/{claim.pk}/release/")
+    assert response.status_code == 200 and response.json()["state"] == "released"
+    materialise_request_task(str(claim.pk))
+    materialise_request_task(str(claim.pk))  # a retried task finds the claim gone and is content
+
+    assert resource.list_namespaced_resource_claim("team-vision", label_selector=ours).items == []

@@ -8,6 +8,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from inventory.models import Gpu, Node, ShareableUnit
 from quotas.models import Flavor, Quota
@@ -89,3 +91,86 @@ def test_the_page_shows_the_cards_and_the_ratio(cast, client, h100_pool):
     row = html[html.index("<td>h100") : html.index("</tr>", html.index("<td>h100"))]
     # units offered and cards are both 24; nominal ÷ offered and GE ÷ cards are both 1.5
     assert row.count('<td class="num">24</td>') == 2 and row.count("1.50\u00d7") == 2
+
+
+XID = "tainted by gpu.nvidia.com/xid=79:NoSchedule"
+CORDON = "cordoned by HAMi (hami.io/device-cordon)"
+NOT_OFFERED = f"2 of 16 H100-80GB not offered: 1 GPU {CORDON}, 1 GPU {XID}"
+
+
+@pytest.fixture
+def tainted_pool(cast):
+    """Two nodes of 8 H100s, one unit a card (16 cards): gpu 3 of h100-0 tainted by a fatal XID, gpu 5
+    of h100-1 cordoned by HAMi. Flavor `h100` (vision 20 whole GPUs) on the pool, `t4` on a pool
+    nothing taints."""
+    pool = inv.pool(H100)
+    for n in range(2):
+        node = Node.objects.create(
+            cluster=pool.cluster,
+            pool=pool,
+            name=f"h100-{n}",
+            product=H100,
+            model_key="H100-80GB",
+            gpu_count=8,
+        )
+        for index in range(8):
+            Gpu.objects.create(node=node, index=index, product=H100, model_key="H100-80GB")
+            ShareableUnit.objects.create(
+                cluster=node.cluster,
+                node=node,
+                key=f"node/{node.name}/gpu-{index}",
+                kind="whole_gpu",
+                resource_name=GPU,
+                count=1,
+                ge_each=Decimal(1),
+                model_key="H100-80GB",
+                device_uuid=f"GPU-{n}-{index}",
+                unavailable=XID if (n, index) == (0, 3) else CORDON if (n, index) == (1, 5) else "",
+            )
+    whole = Flavor.objects.create(
+        name="h100", pool=pool, gpu_model=H100, resources=[{"name": GPU, "ge_per_unit": "1"}]
+    )
+    Flavor.objects.create(
+        name="t4",
+        pool=inv.pool("Tesla-T4"),
+        gpu_model="Tesla-T4",
+        resources=[{"name": GPU, "ge_per_unit": "1"}],
+    )
+    Quota.objects.create(tenant=cast.vision, flavor=whole, resource=GPU, nominal=20)
+    return pool
+
+
+def test_the_page_says_which_cards_are_not_offered_and_why_under_the_flavor(cast, client, tainted_pool):
+    rows = {row["flavor"].name: row for row in oversubscription()}
+    # the cards are still 16 (a tainted card is a card): 20 GE on 16 cards = 1.25 x
+    assert (rows["h100"]["cards"], rows["h100"]["card_ratio"]) == (16, 1.25)
+    assert rows["h100"]["not_offered"] == NOT_OFFERED
+    assert rows["t4"]["not_offered"] == ""
+
+    client.force_login(cast.pat)
+    html = client.get("/queues/oversubscription/").content.decode()
+
+    assert html.count(NOT_OFFERED) == 1 and html.count('data-testid="not-offered"') == 1
+    # in a row of its own right under the h100 row
+    after = html[html.index("<td>h100") :]
+    assert after.index(NOT_OFFERED) < after.index("</tbody>")
+    assert after.index("</tr>") < after.index(NOT_OFFERED)
+
+
+def test_the_words_cost_the_page_two_queries_whatever_the_flavors(cast, client, tainted_pool):
+    client.force_login(cast.pat)
+    client.get("/queues/oversubscription/")  # fill the process's capacity caches
+    with CaptureQueriesContext(connection) as few:
+        client.get("/queues/oversubscription/")
+    for n in range(10):
+        Flavor.objects.create(
+            name=f"h100-{n}", pool=tainted_pool, gpu_model=H100, resources=[{"name": GPU, "ge_per_unit": "1"}]
+        )
+    client.get("/queues/oversubscription/")
+    with CaptureQueriesContext(connection) as many:
+        html = client.get("/queues/oversubscription/").content.decode()
+    assert html.count(NOT_OFFERED) == 11
+    assert len(many) == len(few)
+    # the tainted units, then what is held of them; the cards are those the page read already
+    assert sum("inventory_shareableunit" in q["sql"] and "unavailable" in q["sql"] for q in many) == 1
+    assert sum('"inventory_allocation"' in q["sql"] for q in many) == 1
