@@ -164,7 +164,7 @@ def test_the_node_page_draws_each_share_and_says_which_devices_bind_to_the_node(
     browser.force_login(cast.pat)
     text = browser.get(reverse("inventory-node", args=[node.pk])).content.decode()
     # GPU 0 holds two shares (20Gi and 60Gi of 80Gi: 1/4 and 3/4), nothing of it free
-    assert "share: team-vision/a-notebook (vision)</li>" in text
-    assert "share: team-vision/b-notebook (vision)</li>" in text
+    assert "share: team-vision/a-notebook (vision)" in text
+    assert "share: team-vision/b-notebook (vision)" in text
     assert "<small>gpu-1: binds to this node when allocated</small>" in text
     assert "gpu-0: binds" not in text
