@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from django.db.models import Count, F, Sum
 
@@ -224,15 +225,9 @@ def pool_model_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, lis
         by_kind = kinds[(pool, model, kind)]
         by_kind[0] += units
         by_kind[1] += ge
-    for pool, node, model, ge in (
-        Allocation.objects.filter(pool_id__in=ids, ended_at__isnull=True, node__present=True)
-        .values("pool_id", "node_id", "model_key")
-        .annotate(ge=Sum("ge"))
-        .order_by()
-        .values_list("pool_id", "node_id", "model_key", "ge")
-    ):
+    for pool, node, model, ge in _held_ge(ids, "pool_id", "node_id", "model_key"):
         if (pool, node, model) in per_node:  # a holder of a unit the node no longer offers holds nothing
-            per_node[(pool, node, model)].held += ge or ZERO
+            per_node[(pool, node, model)].held += ge
     unavailable = unavailable_capacity(pool_ids=ids)
     for key, ge in unavailable.ge_by_node.items():
         if key in per_node:
@@ -279,6 +274,23 @@ def pool_model_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, lis
             )
         )
     return result
+
+
+def _held_ge(pool_ids: list[uuid.UUID], *keys: str) -> list[tuple[Any, ...]]:
+    """Open allocations' GE by `keys`, in one query. The shares of a DRA device several claims use
+    (KEP-5075) hold at most that device's GE together: each share's GE is the dominant fraction it
+    consumes, and shares dominant in different capacities (memory, a share count) can sum above it."""
+    held: dict[tuple[Any, ...], Decimal] = defaultdict(Decimal)
+    for *key, kind, unit_ge, ge in (
+        Allocation.objects.filter(pool_id__in=pool_ids, ended_at__isnull=True, node__present=True)
+        .values(*keys, "unit_id", "unit__kind", "unit__ge_each")
+        .annotate(ge=Sum("ge"))
+        .order_by()
+        .values_list(*keys, "unit__kind", "unit__ge_each", "ge")
+    ):
+        ge = ge or ZERO
+        held[tuple(key)] += min(ge, unit_ge) if kind == "dra_device" and unit_ge is not None else ge
+    return [(*key, ge) for key, ge in held.items()]
 
 
 def pool_card_capacity(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict[str, int]]:
@@ -336,24 +348,20 @@ def pool_resource_free(*, pool_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, dict
         blocked_ge[node] += ge
     held_units: dict[tuple[uuid.UUID, str], int] = defaultdict(int)
     held_ge: dict[uuid.UUID, Decimal] = defaultdict(Decimal)
-    for node, ge in (
-        Allocation.objects.filter(pool_id__in=ids, ended_at__isnull=True, node__present=True)
-        .values("node_id")
-        .annotate(ge=Sum("ge"))
-        .order_by()
-        .values_list("node_id", "ge")
-    ):
-        held_ge[node] += ge or ZERO
-    # Units held on tainted or cordoned units are not among those offered: not taken from them.
-    for node, resource, count in (
+    for node, ge in _held_ge(ids, "node_id"):
+        held_ge[node] += ge
+    # Units held on tainted or cordoned units are not among those offered: not taken from them. The
+    # shares of a DRA device several claims use (KEP-5075) take that one device however many they are;
+    # their GE is what they consume of it (held_ge).
+    for node, resource, kind, count in (
         Allocation.objects.filter(pool_id__in=ids, ended_at__isnull=True, node__present=True)
         .exclude(unit__unavailable__gt="")
-        .values("node_id", "resource_name")
+        .values("node_id", "resource_name", "unit_id", "unit__kind")
         .annotate(n=Sum("count"))
         .order_by()
-        .values_list("node_id", "resource_name", "n")
+        .values_list("node_id", "resource_name", "unit__kind", "n")
     ):
-        held_units[(node, resource)] += count or 0
+        held_units[(node, resource)] += min(count or 0, 1) if kind == "dra_device" else count or 0
     result: dict[uuid.UUID, dict[str, int]] = {pool: defaultdict(int) for pool in ids}
     for (pool, node, resource), (units, ge) in offered.items():
         free_units = int(units) - held_units[(node, resource)]

@@ -79,6 +79,8 @@ class Card:
     gpu: Gpu
     blocks: list[Block] = field(default_factory=list)
     slices: int = 0  # memory slices of the card's model (8 on A100/H100), 0: not MIG capable
+    # Its DRA devices with `bindsToNode` (KEP-5007): a claim allocated one is pinned to this node.
+    binds_to_node: list[str] = field(default_factory=list)
 
     @property
     def segments(self) -> list[Segment]:
@@ -229,6 +231,13 @@ def node_layout(*, node: Node) -> NodeLayout:
         if unit.kind == "hami_gpu":
             # One card shared by many: each holder is a block of its own size.
             blocks = [_block("share", a.ge, a) for a in keyed or []] or [_block("free", Decimal(1), None)]
+        elif unit.shared_capacity:
+            # A DRA device several claims share (KEP-5075): each share is as wide as the GE it
+            # consumes, and what they leave of the device is free.
+            blocks = [_block("share", a.ge, a) for a in keyed or []]
+            left = unit.ge_each - sum((a.ge for a in keyed or []), Decimal(0))
+            if left > 0 or not blocks:
+                blocks.append(_block("free", max(left, Decimal(0)), None))
         else:
             holders = list(keyed) if keyed else by_resource.get(unit.resource_name, [])
             blocks = [
@@ -245,6 +254,8 @@ def node_layout(*, node: Node) -> NodeLayout:
         index = gpu_index.get(unit.gpu_id) if unit.gpu_id is not None else dra_index.get(unit.pk)
         if index is not None and index in cards:
             cards[index].blocks.extend(blocks)
+            if unit.binds_to_node:
+                cards[index].binds_to_node.append(unit.device_name or unit.key)
         elif unit.kind == "mig_instance":
             unplaced_mig.append((unit, blocks))
         else:

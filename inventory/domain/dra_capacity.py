@@ -9,7 +9,10 @@ The NVIDIA driver (ConsumableShares gate) publishes ``memory`` with a 1Mi step f
 card's memory, and optionally ``shares`` (1..N, step 1).
 
 A share's GE is what it consumes of the card (DESIGN §3): the device's GE times the dominant fraction
-of its capacity consumed, max over the capacities named.
+of its capacity consumed, max over the capacities named. What it consumes is the result's
+`consumedCapacity` (the scheduler writes every capacity of the device there, zeros included); a
+capacity the result does not name is worked out as the scheduler does (`scheduler_consumption`): the
+request's amount rounded up per the policy, else the policy's default, else the whole capacity.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ from inventory.domain.raw_fields import as_list, as_map
 __all__ = [
     "RequestPolicy",
     "consumed_issues",
+    "effective_consumption",
     "parse_consumed",
     "parse_request_policies",
+    "scheduler_consumption",
     "share_fraction",
     "shared_capacity_from_json",
     "shared_capacity_json",
@@ -100,6 +105,52 @@ def parse_consumed(raw: object, issues: list[ParseIssue], *, source: str) -> dic
         if amount is not None:
             consumed[name] = amount
     return consumed
+
+
+def _rounded(amount: Decimal, policy: RequestPolicy) -> Decimal:
+    """kube-scheduler's rounding (KEP-5075): up to validRange.min, then to min + n * step; with
+    validValues to the smallest not below the amount (above all of them it is left as it is)."""
+    if policy.minimum is not None:
+        if amount < policy.minimum:
+            return policy.minimum
+        if not policy.step:
+            return amount
+        steps, rest = divmod(amount - policy.minimum, policy.step)  # both >= 0 here
+        return policy.minimum + policy.step * (steps + (1 if rest else 0))
+    return next((v for v in policy.valid_values if amount <= v), amount)
+
+
+def scheduler_consumption(
+    *,
+    requested: Mapping[str, Decimal],
+    capacity: Mapping[str, Decimal],
+    policies: Mapping[str, RequestPolicy],
+) -> dict[str, Decimal]:
+    """What the scheduler takes of each capacity of a shared device for one request: the amount it
+    names, rounded up per the policy; else the policy's default; else the whole capacity (KEP-5075:
+    "If request is also unset, default is the full capacity value")."""
+    consumed: dict[str, Decimal] = {}
+    for name, value in capacity.items():
+        policy = policies.get(name)
+        if name in requested:
+            consumed[name] = _rounded(requested[name], policy) if policy else requested[name]
+        elif policy is not None and policy.default is not None:
+            consumed[name] = policy.default
+        else:
+            consumed[name] = value
+    return consumed
+
+
+def effective_consumption(
+    *,
+    consumed: Mapping[str, Decimal],
+    requested: Mapping[str, Decimal],
+    capacity: Mapping[str, Decimal],
+    policies: Mapping[str, RequestPolicy],
+) -> dict[str, Decimal]:
+    """A share's consumption: the result's `consumedCapacity`, and for a capacity it leaves out (a
+    result written without it) what the scheduler consumes for the claim's request."""
+    return {**scheduler_consumption(requested=requested, capacity=capacity, policies=policies), **consumed}
 
 
 def share_fraction(*, consumed: Mapping[str, Decimal], capacity: Mapping[str, Decimal]) -> Fraction | None:

@@ -16,7 +16,12 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from inventory.domain.dra_capacity import consumed_issues, parse_consumed, share_fraction
+from inventory.domain.dra_capacity import (
+    consumed_issues,
+    effective_consumption,
+    parse_consumed,
+    share_fraction,
+)
 from inventory.domain.dra_devices import DraDevice
 from inventory.domain.issues import ParseIssue, error, shorten, warning
 from inventory.domain.raw_fields import as_int, as_list, as_map, as_str, dig
@@ -32,6 +37,7 @@ __all__ = [
     "binding_words",
     "claim_ge",
     "parse_resource_claim",
+    "requested_capacity",
     "result_ge",
     "share_issues",
 ]
@@ -47,6 +53,8 @@ class DeviceRequestSpec:
     allocation_mode: str  # ExactCount | All
     count: int | None  # None for All
     admin_access: bool
+    # capacity.requests (KEP-5075): what each device of a shared kind should give this request
+    capacity_requests: Mapping[str, Decimal] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +223,7 @@ def _spec(raw: Mapping[str, Any], *, name: str) -> DeviceRequestSpec:
         allocation_mode=mode,
         count=None if mode == "All" else (count if count is not None else 1),  # API default: ExactCount, 1
         admin_access=raw.get("adminAccess") is True,
+        capacity_requests=parse_consumed(dig(raw, "capacity", "requests"), [], source=name),
     )
 
 
@@ -330,18 +339,40 @@ def claim_ge(
         if device is None:
             unknown.append(result)
             continue
-        held[device.model_key] = held.get(device.model_key, Fraction(0)) + result_ge(result, device)
+        ge = result_ge(result, device, requested=requested_capacity(claim, result))
+        held[device.model_key] = held.get(device.model_key, Fraction(0)) + ge
     return held, tuple(unknown)
 
 
-def result_ge(result: AllocationResult, device: DraDevice) -> Fraction:
+def requested_capacity(claim: ResourceClaim, result: AllocationResult) -> Mapping[str, Decimal]:
+    """The `capacity.requests` of the request (or firstAvailable sub-request) a result answers."""
+    for request in claim.requests:
+        if request.name != result.parent_request:
+            continue
+        specs = (request.exactly,) if request.exactly is not None else request.first_available
+        for spec in specs:
+            if spec is not None and (result.subrequest is None or spec.name == result.subrequest):
+                return spec.capacity_requests
+    return {}
+
+
+def result_ge(
+    result: AllocationResult, device: DraDevice, *, requested: Mapping[str, Decimal] | None = None
+) -> Fraction:
     """GE one allocation result holds: the device's, or on a device shared by several claims the part
-    of it the result consumes. A share that reserves nothing it declares (the NVIDIA driver's
-    "unlimited" mode consumes 0 memory) has no measure of its part and counts the whole device."""
+    of it the share consumes, as the scheduler counts it (a share consuming 0 of every capacity, as the
+    NVIDIA driver's "unlimited" mode gives a claim naming no memory, holds 0). A shared device that
+    declares no capacity has no measure of a share: each counts the whole device."""
     if not device.allow_multiple_allocations:
         return device.ge
-    fraction = share_fraction(consumed=result.consumed_capacity, capacity=device.capacity)
-    return device.ge * fraction if fraction else device.ge
+    consumed = effective_consumption(
+        consumed=result.consumed_capacity,
+        requested=requested or {},
+        capacity=device.capacity,
+        policies=device.request_policies,
+    )
+    fraction = share_fraction(consumed=consumed, capacity=device.capacity)
+    return device.ge if fraction is None else device.ge * fraction
 
 
 def share_issues(*, claim: ResourceClaim, devices: Mapping[DeviceKey, DraDevice]) -> tuple[ParseIssue, ...]:

@@ -182,6 +182,9 @@ class ShareableUnit(models.Model):
     # A DRA device shared by several claims (allowMultipleAllocations, KEP-5075): its capacities and
     # request policies (dra_capacity.shared_capacity_json); {} for a device one claim takes whole.
     shared_capacity = models.JSONField(default=dict, blank=True)
+    # A DRA device with `bindsToNode` (KEP-5007): its allocation pins the claim to the node the pod is
+    # scheduled on, even where the slice offers the device to several nodes.
+    binds_to_node = models.BooleanField(default=False)
 
     objects = PlatformOnlyQuerySet.as_manager()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
@@ -14,11 +14,12 @@ from django.utils import timezone
 from inventory.domain.device_taints import TaintRule, blocking_reason
 from inventory.domain.dra_capacity import (
     consumed_issues,
+    effective_consumption,
     share_fraction,
     shared_capacity_from_json,
     shared_capacity_json,
 )
-from inventory.domain.dra_claims import binding_words, parse_resource_claim
+from inventory.domain.dra_claims import binding_words, parse_resource_claim, requested_capacity
 from inventory.domain.dra_devices import (
     DraDevice,
     counter_names,
@@ -192,6 +193,7 @@ def _device_unit(
         if device.allow_multiple_allocations
         else {},
         unavailable=blocking_reason(taints)[:300],
+        binds_to_node=device.binds_to_node,
     )
 
 
@@ -368,7 +370,14 @@ def apply_claims(
                 )
             ge = ref.ge_each if ref else Decimal(0)
             if ref is not None and ref.shared_capacity:
-                ge = _share_ge(ctx, ref.ge_each, ref.shared_capacity, result, label=label)
+                ge = _share_ge(
+                    ctx,
+                    ref.ge_each,
+                    ref.shared_capacity,
+                    result,
+                    requested=requested_capacity(claim, result),
+                    label=label,
+                )
             rows.append(
                 WantedRow(
                     unit_key=f"dra/{result.driver}/{result.pool}/{result.device}",
@@ -413,10 +422,18 @@ def apply_claims(
 
 
 def _share_ge(
-    ctx: SyncContext, whole: Decimal, stored: dict[str, Any], result: Any, *, label: str
+    ctx: SyncContext,
+    whole: Decimal,
+    stored: dict[str, Any],
+    result: Any,
+    *,
+    requested: Mapping[str, Decimal],
+    label: str,
 ) -> Decimal:
-    """A share of a device several claims use holds what it consumes of it (DESIGN §3); consumption
-    outside the device's request policy is flagged and counted as consumed, capped at the device."""
+    """A share of a device several claims use holds what it consumes of it (DESIGN §3), as the
+    scheduler counts it: a capacity the result leaves out is what the request asks, rounded per the
+    policy, else the default (0 consumed: 0 GE). Consumption outside the device's request policy is
+    flagged and counted as consumed, capped at the device."""
     capacity, policies = shared_capacity_from_json(stored)
     ctx.note(
         "resourceclaims",
@@ -428,9 +445,12 @@ def _share_ge(
         ),
         obj=label,
     )
-    fraction = share_fraction(consumed=result.consumed_capacity, capacity=capacity)
-    if not fraction:
-        return whole
+    consumed = effective_consumption(
+        consumed=result.consumed_capacity, requested=requested, capacity=capacity, policies=policies
+    )
+    fraction = share_fraction(consumed=consumed, capacity=capacity)
+    if fraction is None:
+        return whole  # a shared device declaring no capacity has no measure of a share
     return ge_to_decimal(Fraction(whole) * fraction, places=STORED_GE_PLACES)
 
 

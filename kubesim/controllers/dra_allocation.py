@@ -7,7 +7,9 @@ Rules kept from the real allocator (k8s.io/dynamic-resource-allocation/structure
 - ExactCount takes `count` devices (default 1), All takes every matching device of the node and
   fails if one of them is taken; firstAvailable tries sub-requests in order ("<request>/<sub>");
 - a device is allocated at most once, and devices consuming shared counters never exceed the set;
-- constraints.matchAttribute: all devices of the listed requests share the attribute's value.
+- constraints.matchAttribute: all devices of the listed requests share the attribute's value;
+- a device with `allowMultipleAllocations` is shared: each allocation consumes part of its capacity
+  (KEP-5075, consumable.py) and gets a `shareID` and `consumedCapacity`, until the capacity is used up.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ from typing import Any
 
 from kubesim.controllers.cache import Cache
 from kubesim.controllers.cel_env import SelectorEvaluator, device_activation
+from kubesim.scenarios import consumable
 from kubesim.scenarios.quantity import parse_quantity
 
 DeviceId = tuple[str, str, str]  # (driver, pool, device)
 Amounts = dict[str, Fraction]  # counter name -> amount consumed
 SetAmounts = dict[tuple[str, str], Fraction]  # (counter set, counter) -> amount consumed
+# (request name, pool, device, capacity consumed: None unless the device is shared)
+Chosen = tuple[str, "PoolView", str, Amounts | None]
 
 
 def _fraction() -> Fraction:
@@ -32,6 +37,13 @@ def _fraction() -> Fraction:
 
 def _amounts() -> Amounts:
     return defaultdict(_fraction)
+
+
+def _merged_amounts(first: Amounts | dict[str, Fraction], second: Amounts) -> Amounts:
+    merged: Amounts = defaultdict(_fraction, first)
+    for key, value in second.items():
+        merged[key] += value
+    return merged
 
 
 def _merged(first: SetAmounts, second: SetAmounts) -> SetAmounts:
@@ -59,6 +71,7 @@ class Slot:
     count: int
     mode: str
     tolerations: list[dict[str, Any]] = field(default_factory=list)
+    capacity: dict[str, str] = field(default_factory=dict)  # capacity.requests (KEP-5075)
 
 
 def request_alternatives(request: dict[str, Any]) -> list[Slot]:
@@ -78,6 +91,7 @@ def _slot(name: str, spec: dict[str, Any]) -> Slot:
         count=int(spec.get("count") or 1),
         mode=spec.get("allocationMode") or "ExactCount",
         tolerations=[t for t in spec.get("tolerations") or [] if isinstance(t, dict)],
+        capacity=consumable.requested(spec),
     )
 
 
@@ -142,6 +156,8 @@ class Allocator:
             if pool.node:
                 self.pools_by_node[pool.node].append(pool)
         self.allocated: set[DeviceId] = set()
+        # What the allocations of each shared device consume of its capacities (KEP-5075).
+        self.shares_used: dict[DeviceId, Amounts] = defaultdict(_amounts)
         self.counters_used: dict[tuple[str, str, str], Amounts] = defaultdict(_amounts)
         # Selector results per device and pool generation; callers keep it across passes, since
         # evaluating CEL in Python costs about a millisecond and a device's attributes only change
@@ -152,7 +168,7 @@ class Allocator:
             for result in (
                 ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
             ):
-                self.take((result["driver"], result["pool"], result["device"]))
+                self.take_result(result)
 
     def _complete_pools(self) -> dict[tuple[str, str], PoolView]:
         slices: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -190,6 +206,37 @@ class Allocator:
             ):
                 taints.append(spec["taint"])
         return taints
+
+    def device(self, device_id: DeviceId) -> dict[str, Any] | None:
+        pool = self.pools.get((device_id[0], device_id[1]))
+        return pool.devices.get(device_id[2]) if pool else None
+
+    def take_result(self, result: dict[str, Any]) -> None:
+        """Mark an allocation result taken: a share adds what it consumes, any other the whole device."""
+        device_id = (result["driver"], result["pool"], result["device"])
+        device = self.device(device_id)
+        if device is not None and consumable.is_shared(device):
+            used = self.shares_used[device_id]
+            for name, amount in self._share_of(device, result).items():
+                used[name] += amount
+        else:
+            self.take(device_id)
+
+    def release_result(self, result: dict[str, Any]) -> None:
+        device_id = (result["driver"], result["pool"], result["device"])
+        device = self.device(device_id)
+        if device is not None and consumable.is_shared(device):
+            used = self.shares_used[device_id]
+            for name, amount in self._share_of(device, result).items():
+                used[name] -= amount
+        else:
+            self.release(device_id)
+
+    @staticmethod
+    def _share_of(device: dict[str, Any], result: dict[str, Any]) -> consumable.Amounts:
+        """What a result holds of a shared device: its consumedCapacity; a result written without one
+        (loaded objects) holds what a request naming no capacity would."""
+        return consumable.result_consumed(result) or consumable.consumption(device, {}) or {}
 
     def take(self, device_id: DeviceId) -> None:
         self.allocated.add(device_id)
@@ -258,7 +305,7 @@ class Allocator:
                 return False
         return True
 
-    def allocate(self, claim: dict[str, Any], node: str) -> list[dict[str, str]] | None:
+    def allocate(self, claim: dict[str, Any], node: str) -> list[dict[str, Any]] | None:
         """Results for `claim` from the pools of `node`, or None. Does not mark anything taken."""
         devices_spec = (claim.get("spec") or {}).get("devices") or {}
         requests = devices_spec.get("requests") or []
@@ -266,7 +313,22 @@ class Allocator:
         pools = self.pools_by_node.get(node, [])
         if not pools:
             return None
-        return self._solve(requests, constraints, pools, 0, [], defaultdict(_fraction))
+        chosen = self._solve(requests, constraints, pools, 0, [], defaultdict(_fraction))
+        if chosen is None:
+            return None
+        results: list[dict[str, Any]] = []
+        for request, pool, device, consumed in chosen:
+            result: dict[str, Any] = {
+                "request": request,
+                "driver": pool.driver,
+                "pool": pool.name,
+                "device": device,
+            }
+            if consumed is not None:
+                result["shareID"] = consumable.share_id(claim, request, (pool.driver, pool.name, device))
+                result["consumedCapacity"] = {k: consumable.quantity_text(v) for k, v in consumed.items()}
+            results.append(result)
+        return results
 
     def _solve(
         self,
@@ -274,14 +336,11 @@ class Allocator:
         constraints: list[dict[str, Any]],
         pools: list[PoolView],
         index: int,
-        chosen: list[tuple[str, PoolView, str]],
+        chosen: list[Chosen],
         extra: SetAmounts,
-    ) -> list[dict[str, str]] | None:
+    ) -> list[Chosen] | None:
         if index == len(requests):
-            return [
-                {"request": request, "driver": pool.driver, "pool": pool.name, "device": device}
-                for request, pool, device in chosen
-            ]
+            return chosen
         for slot in request_alternatives(requests[index]):
             picked = self._fill(slot, requests[index].get("name", ""), constraints, pools, chosen, extra)
             if picked is None:
@@ -300,10 +359,15 @@ class Allocator:
         request_name: str,
         constraints: list[dict[str, Any]],
         pools: list[PoolView],
-        chosen: list[tuple[str, PoolView, str]],
+        chosen: list[Chosen],
         extra: SetAmounts,
-    ) -> tuple[list[tuple[str, PoolView, str]], SetAmounts] | None:
-        in_claim = {(pool.driver, pool.name, device) for _, pool, device in chosen}
+    ) -> tuple[list[Chosen], SetAmounts] | None:
+        in_claim = {(pool.driver, pool.name, device) for _, pool, device, _ in chosen}
+        # What this claim's earlier requests already consume of shared devices.
+        claim_shares: dict[DeviceId, Amounts] = defaultdict(_amounts)
+        for _, chosen_pool, chosen_name, earlier in chosen:
+            for capacity, amount in (earlier or {}).items():
+                claim_shares[(chosen_pool.driver, chosen_pool.name, chosen_name)][capacity] += amount
         candidates = []
         for pool in sorted(pools, key=lambda p: (p.driver, p.name)):
             for name in self._matching(pool, slot):
@@ -322,12 +386,12 @@ class Allocator:
             wanted = slot.count
         # Constraints that apply to this request, with values fixed by devices chosen earlier.
         applicable = [c for c in constraints if not c.get("requests") or request_name in c["requests"]]
-        picked: list[tuple[str, PoolView, str]] = []
+        picked: list[Chosen] = []
         picked_extra: SetAmounts = defaultdict(_fraction)
         fixed: dict[str, Any] = {}
         for constraint in applicable:
             attribute = constraint["matchAttribute"]
-            for request, chosen_pool, chosen_name in chosen:
+            for request, chosen_pool, chosen_name, _ in chosen:
                 if not constraint.get("requests") or request.split("/")[0] in constraint["requests"]:
                     fixed[attribute] = _attribute(
                         chosen_pool.devices[chosen_name], chosen_pool.driver, attribute
@@ -337,9 +401,22 @@ class Allocator:
             if len(picked) == wanted:
                 break
             device_id = (pool.driver, pool.name, name)
-            if device_id in self.allocated or device_id in in_claim:
+            if any(device_id == (p.driver, p.name, n) for _, p, n, _ in picked):
                 continue
-            if any(device_id == (p.driver, p.name, n) for _, p, n in picked):
+            share: Amounts | None = None
+            if consumable.is_shared(device):
+                # Shared: another claim's share does not keep it off, only what is left of its capacity.
+                share = consumable.consumption(device, slot.capacity)
+                if share is None:
+                    continue
+                used = _merged_amounts(self.shares_used.get(device_id, {}), claim_shares.get(device_id, {}))
+                if not consumable.fits(device, used, share):
+                    continue
+            elif (
+                device_id in self.allocated
+                or device_id in in_claim
+                or not consumable.within_capacity(device, slot.capacity)
+            ):
                 continue
             values = {
                 c["matchAttribute"]: _attribute(device, pool.driver, c["matchAttribute"]) for c in applicable
@@ -349,7 +426,7 @@ class Allocator:
             if not self.counters_fit(pool, device, _merged(extra, picked_extra)):
                 continue
             fixed.update(values)
-            picked.append((slot.request, pool, name))
+            picked.append((slot.request, pool, name, share))
             for consumed in device.get("consumesCounters") or []:
                 for counter, value in consumed["counters"].items():
                     picked_extra[(consumed["counterSet"], counter)] += parse_quantity(value["value"])

@@ -303,12 +303,12 @@ class Scheduler:
 
     def _claim_plan(
         self, pod: dict[str, Any], claims: list[str], node: str, allocator: Allocator | None
-    ) -> dict[str, list[dict[str, str]] | None] | None:
+    ) -> dict[str, list[dict[str, Any]] | None] | None:
         """Per claim: results to write (None: already allocated here). None when a claim cannot be met."""
         if allocator is None:
             return None
-        plan: dict[str, list[dict[str, str]] | None] = {}
-        taken: list[tuple[str, str, str]] = []
+        plan: dict[str, list[dict[str, Any]] | None] = {}
+        taken: list[dict[str, Any]] = []
         try:
             for claim_name in claims:
                 claim = self.ctx.cache.get("resourceclaims", pod["metadata"]["namespace"], claim_name)
@@ -328,13 +328,13 @@ class Scheduler:
                 if results is None:
                     return None
                 for result in results:
-                    device_id = (result["driver"], result["pool"], result["device"])
-                    allocator.take(device_id)  # two claims of one pod must not get the same device
-                    taken.append(device_id)
+                    # Two claims of one pod must not get the same device (nor more than a shared one has).
+                    allocator.take_result(result)
+                    taken.append(result)
                 plan[claim_name] = results
         finally:
-            for device_id in taken:
-                allocator.release(device_id)
+            for result in taken:
+                allocator.release_result(result)
         return plan
 
     def _bind(
@@ -391,7 +391,7 @@ class Scheduler:
         pod: dict[str, Any],
         claim_name: str,
         node: str,
-        results: list[dict[str, str]] | None,
+        results: list[dict[str, Any]] | None,
         allocator: Allocator | None,
     ) -> int:
         """Allocate (when `results`) and reserve the claim for the pod, as the scheduler does when binding."""
@@ -418,7 +418,7 @@ class Scheduler:
             status["allocation"] = {"devices": {"results": results}, "nodeSelector": node_selector_for(node)}
             if allocator is not None:
                 for result in results:
-                    allocator.take((result["driver"], result["pool"], result["device"]))
+                    allocator.take_result(result)
         if ctx.patch("resourceclaims", namespace, claim_name, {"status": status}, subresource="status"):
             writes += 1
         return writes

@@ -15,12 +15,14 @@ from kubesim.scenarios.dra import (
     GPU_CLASS,
     MIG_CLASS,
     POD_CLAIM_NAME,
+    SHARE_MODES,
     DraDevice,
     DraPool,
     allocation_status,
     claim_request,
     claim_state,
     node_selector_for,
+    share_results,
 )
 from kubesim.scenarios.ids import name_suffix
 from kubesim.scenarios.mig_geometry import place_profiles
@@ -62,7 +64,7 @@ def _pick(
     rng = ctx.rng
     if not free:
         return None
-    if pool.mode == "gpu":
+    if pool.mode == "gpu" or pool.mode in SHARE_MODES:
         count = 2 if rng.random() < 0.2 and len(free) >= 2 else 1
         selector = MEMORY_SELECTOR if rng.random() < 0.3 else None
         return (GPU_CLASS, count, selector), free[:count]
@@ -206,6 +208,7 @@ def generate_dra_node(
             claim_name = f"{pod_name}-gpu-{ctx.pick('bcdfghjklmnpqrstvwxz')}{ctx.pod_counter % 10000:04d}"
         else:
             claim_name = f"{kind}-claim-{ctx.pod_counter:06d}"
+        share_results(pool, allocation, f"{namespace}/{claim_name}")
         claim = claim_object(
             ctx,
             name=claim_name,
@@ -302,7 +305,7 @@ def generate_dra_node(
 
 
 def _pending_shape(pool: DraPool, ctx: WorkloadContext) -> ClaimShape:
-    if pool.mode == "gpu":
+    if pool.mode == "gpu" or pool.mode in SHARE_MODES:
         return (GPU_CLASS, ctx.pick((1, 1, 2, 4)), None)
     profiles = sorted({d.profile.name for d in pool.devices if d.profile is not None})
     return (MIG_CLASS, 1, profile_selector(ctx.pick(profiles))) if profiles else (GPU_CLASS, 1, None)

@@ -4,17 +4,22 @@ Shapes follow realworld/resourceslice-nvidia-gpu.yaml (v1, attribute and capacit
 driver's deviceinfo.go/mig.go), deviceclass-nvidia.yaml and resourceclaim-status.yaml. Three pool
 kinds: whole GPUs, static MIG devices (mig-parted applied before the driver starts), and partitionable
 GPUs (KEP-4815: one counter set per GPU in its own slice; the full GPU and every MIG placement consume
-from it, so the allocator must keep their sum within the set).
+from it, so the allocator must keep their sum within the set). And shared GPUs (KEP-5075): whole GPUs
+the driver publishes with `allowMultipleAllocations` and a request policy on `memory` (its
+ConsumableShares gate; see `consumable_device`), each claim consuming a share of the card.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
+from kubesim.scenarios import consumable
 from kubesim.scenarios.gpu_models import GpuModel, MigProfile
 from kubesim.scenarios.ids import Timestamps, mig_uuid
 from kubesim.scenarios.mig_geometry import PlacedInstance
+from kubesim.scenarios.quantity import parse_quantity
 
 DRIVER = "gpu.nvidia.com"
 GPU_CLASS = "gpu.nvidia.com"
@@ -23,6 +28,10 @@ DELETE_PROTECTION = "resource.kubernetes.io/delete-protection"
 POD_CLAIM_NAME = "resource.kubernetes.io/pod-claim-name"
 MAX_DEVICES_PER_SLICE = 128
 MAX_COUNTER_DEVICES_PER_SLICE = 64  # the v1 limit once a device consumes counters
+SHARE_STEP = 2**20  # the driver's 1Mi step for memory shares
+# Pool modes of shared GPUs, by the driver's --consumable-shares option: "memory" (a claim naming no
+# memory takes the whole card) or a number of shares N (memory defaults to 0, `shares` to 1 of N).
+SHARE_MODES = {"shares-memory": "memory", "shares-4": "4"}
 
 
 def device_classes() -> list[dict[str, Any]]:
@@ -139,6 +148,30 @@ def _gpu_device(model: GpuModel, index: int, uuid: str) -> dict[str, Any]:
         "attributes": attributes,
         "capacity": {"memory": {"value": model.dra_memory}},
     }
+
+
+def consumable_device(device: dict[str, Any], option: str) -> dict[str, Any]:
+    """A whole-GPU device as the NVIDIA driver publishes it under its ConsumableShares gate
+    (kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/consumable_shares.go, facts only):
+    `allowMultipleAllocations: true`; `memory` rounded down to a multiple of 1Mi with a validRange of
+    1Mi steps up to it, default the whole memory and min 1Mi in "memory" mode, default and min 0 with
+    N shares, where a `shares` capacity of N (default 1, 1..N in steps of 1) comes beside it."""
+    memory = int(parse_quantity(device["capacity"]["memory"]["value"])) // SHARE_STEP * SHARE_STEP
+    top = consumable.quantity_text(Fraction(memory))
+    step = consumable.quantity_text(Fraction(SHARE_STEP))
+    shared = dict(device)
+    shared["allowMultipleAllocations"] = True
+    if option == "memory":
+        policy = {"default": top, "validRange": {"min": step, "max": top, "step": step}}
+        shared["capacity"] = {"memory": {"value": top, "requestPolicy": policy}}
+    else:
+        policy = {"default": "0", "validRange": {"min": "0", "max": top, "step": step}}
+        shares = {"default": "1", "validRange": {"min": "1", "max": option, "step": "1"}}
+        shared["capacity"] = {
+            "memory": {"value": top, "requestPolicy": policy},
+            "shares": {"value": option, "requestPolicy": shares},
+        }
+    return shared
 
 
 def mig_device_name(index: int, inst: PlacedInstance) -> str:
@@ -265,6 +298,12 @@ def build_pool(
         devices = [_gpu_device(model, i, uuid) for i, uuid in enumerate(uuids)]
         pool.devices = [DraDevice(f"gpu-{i}", "gpu", i) for i in range(len(uuids))]
         device_chunks = _chunks(devices, 4)  # several slices per pool, as large drivers publish
+    elif mode in SHARE_MODES:
+        devices = [
+            consumable_device(_gpu_device(model, i, uuid), SHARE_MODES[mode]) for i, uuid in enumerate(uuids)
+        ]
+        pool.devices = [DraDevice(f"gpu-{i}", "gpu", i) for i in range(len(uuids))]
+        device_chunks = [devices]
     elif mode == "mig":
         devices = []
         for i, gpu in enumerate(layout):
@@ -342,6 +381,19 @@ def build_pool(
 
 def _chunks(items: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
     return [items[i : i + size] for i in range(0, len(items), size)] or [[]]
+
+
+def share_results(pool: DraPool, allocation: dict[str, Any], claim_key: str) -> None:
+    """On a pool of shared GPUs, give each result the share the scheduler would: a claim of the
+    scenario names no capacity, so it consumes each capacity's default (KEP-5075)."""
+    if pool.mode not in SHARE_MODES:
+        return
+    published = {d["name"]: d for piece in pool.slices for d in piece["spec"].get("devices") or []}
+    for result in allocation["devices"]["results"]:
+        consumed = consumable.consumption(published[result["device"]], {}) or {}
+        key = {"metadata": {"uid": claim_key}}
+        result["shareID"] = consumable.share_id(key, result["request"], (DRIVER, pool.node, result["device"]))
+        result["consumedCapacity"] = {k: consumable.quantity_text(v) for k, v in consumed.items()}
 
 
 def claim_request(device_class: str, count: int, selector: str | None) -> dict[str, Any]:

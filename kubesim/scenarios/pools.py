@@ -13,7 +13,9 @@ class PoolSpec:
     weight: float  # share of the scenario's nodes
     mig_config: str = "all-disabled"  # nvidia.com/mig.config of MIG-capable models
     device_plugin_config: str | None = None  # nvidia.com/device-plugin.config key
-    dra_mode: str = "gpu"  # gpu (whole GPUs) | mig (static MIG devices) | partitionable (counters)
+    # gpu (whole GPUs) | mig (static MIG devices) | partitionable (counters) | shares-memory, shares-4
+    # (whole GPUs shared by several claims, KEP-5075; kubesim/scenarios/dra.py SHARE_MODES)
+    dra_mode: str = "gpu"
     max_nodes: int | None = None  # cap, for pools whose objects are large (partitionable slices)
     tainted: bool = True  # nvidia.com/gpu=present:NoSchedule, as GKE and many operators set it
     # Nodes per NVLink clique (nvidia.com/gpu.clique, one NVLink domain per pool); 0 = no fabric.
@@ -80,6 +82,13 @@ DRA_TOPOLOGY = (
     PoolSpec("h100-nvlink", "exclusive", "H100-80GB-HBM3", 0.4, nodes_per_clique=2),
 )
 
+# Consumable capacity (KEP-5075): H100s the NVIDIA DRA driver shares between claims (ConsumableShares),
+# in its "memory" mode (a claim takes the memory it names, by default the whole card) and with 4 shares.
+CONSUMABLE_CAPACITY = (
+    PoolSpec("h100-dra-shares-memory", "dra", "H100-80GB-HBM3", 0.5, dra_mode="shares-memory"),
+    PoolSpec("h100-dra-shares-4", "dra", "H100-80GB-HBM3", 0.5, dra_mode="shares-4"),
+)
+
 SCENARIO_POOLS: dict[str, tuple[PoolSpec, ...]] = {
     "empty": (),
     "mixed": MIXED,
@@ -94,6 +103,7 @@ SCENARIO_POOLS: dict[str, tuple[PoolSpec, ...]] = {
     # A DRA pool with a GPU its driver tainted on a health event, beside a HAMi pool with a cordoned GPU
     # (kubesim/scenarios/device_health.py).
     "device-health": (DRA[0], HAMI[0]),
+    "consumable-capacity": CONSUMABLE_CAPACITY,
 }
 
 

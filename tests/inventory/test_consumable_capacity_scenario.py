@@ -1,0 +1,170 @@
+"""kubesim's "consumable-capacity" scenario synced: H100s the NVIDIA DRA driver shares between claims
+(KEP-5075, ConsumableShares), one node in the driver's "memory" mode (80Gi, 1Mi..80Gi in 1Mi steps,
+default the whole card), one with 4 shares (memory default 0, one share of 4 by default). kubesim's
+allocator gives out the shares as the 1.37 scheduler does; the sync holds each share at the part of the
+card it consumes, free capacity shrinks and grows back with the shares, a request outside the policy
+stays unallocated, and the cards count stays the cards (shares add none)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from inventory.capacity import pool_model_capacity, pool_resource_free
+from inventory.models import Allocation, Gpu, Node, NodePool, ResourceClaim
+from inventory.sync.runner import ClusterSync
+from kubesim.controllers import start_controllers
+from kubesim.scenarios import build
+from tests.kubesim_scenarios.controller_helpers import gpu_pod
+
+pytestmark = pytest.mark.django_db
+
+MEMORY_POOL = "h100-dra-shares-memory"
+SHARES_POOL = "h100-dra-shares-4"
+
+
+def _claim(name: str, memory: str | None) -> dict:
+    exactly: dict = {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1}
+    if memory is not None:
+        exactly["capacity"] = {"requests": {"memory": memory}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "team-vision"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
+    }
+
+
+def _use(store, pool: str, name: str, memory: str | None = None) -> None:
+    store.create("resourceclaims", _claim(name, memory))
+    pod = gpu_pod(
+        name,
+        {},
+        node_selector={"gpuplatform.io/node-pool": pool},
+        claims=[{"name": "gpu", "resourceClaimName": name}],
+    )
+    store.create("pods", pod)
+
+
+def _h100(cluster):
+    pools = [p.pk for p in NodePool.objects.filter(cluster=cluster)]
+    rows = [
+        r for per in pool_model_capacity(pool_ids=pools).values() for r in per if r.model_key == "H100-80GB"
+    ]
+    free_units = sum(per.get("gpu.nvidia.com", 0) for per in pool_resource_free(pool_ids=pools).values())
+    return (
+        sum(r.cards for r in rows),
+        sum(r.allocated_ge for r in rows),
+        sum(r.free_ge for r in rows),
+        free_units,
+    )
+
+
+def _held(cluster) -> dict[str, tuple[str, Decimal]]:
+    return {
+        a.holder_name: (a.unit_key, a.ge)
+        for a in Allocation.objects.filter(
+            cluster=cluster, ended_at__isnull=True, holder_kind="ResourceClaim"
+        )
+    }
+
+
+def test_shares_hold_what_they_consume_and_free_capacity_follows_them(kubesim_factory, register):
+    # two nodes of two H100s each, no workloads of the generator's: only the claims below
+    built = build("consumable-capacity", nodes=2, seed=4, pods_per_node=0, claims_per_node=0, gpus_per_node=2)
+    sim = kubesim_factory()
+    sim.store.bulk_load(built.objects)
+    memory_node, shares_node = (f"gpu-{pool}-0000" for pool in (MEMORY_POOL, SHARES_POOL))
+    cluster = register(sim)
+    controllers = start_controllers(
+        sim.store, enabled={"scheduler", "dra-allocator", "pod-lifecycle"}, seed=4, background=False
+    )
+    try:
+        ClusterSync(cluster, page_size=50).full_sync()
+        assert _h100(cluster) == (4, 0, 4, 4)
+
+        _use(sim.store, MEMORY_POOL, "a-notebook", "20Gi")
+        _use(sim.store, MEMORY_POOL, "b-notebook", "20Gi")
+        _use(sim.store, MEMORY_POOL, "c-whole")  # no amount: the default, 80Gi: only the second card has it
+        _use(sim.store, MEMORY_POOL, "d-too-big", "90Gi")  # above the policy's max: never allocated
+        for i in range(3):
+            _use(sim.store, SHARES_POOL, f"s-{i}")  # one share of 4 each
+        _use(sim.store, SHARES_POOL, "s-3", "60Gi")  # 60Gi and the fourth share
+        assert controllers.settle(30)
+        ClusterSync(cluster, page_size=50).full_sync()
+
+        def unit(node: str, device: str) -> str:
+            return f"dra/gpu.nvidia.com/{node}/{device}"
+
+        quarter = Decimal("0.25")
+        assert _held(cluster) == {
+            "a-notebook": (unit(memory_node, "gpu-0"), quarter),  # 20Gi of 80Gi
+            "b-notebook": (unit(memory_node, "gpu-0"), quarter),
+            "c-whole": (unit(memory_node, "gpu-1"), Decimal(1)),  # 80Gi of 80Gi
+            "s-0": (unit(shares_node, "gpu-0"), quarter),  # max(0 of 80Gi, 1 of 4 shares)
+            "s-1": (unit(shares_node, "gpu-0"), quarter),
+            "s-2": (unit(shares_node, "gpu-0"), quarter),
+            "s-3": (unit(shares_node, "gpu-0"), Decimal("0.75")),  # max(60Gi of 80Gi, 1 of 4)
+        }
+        claim = ResourceClaim.objects.get(cluster=cluster, name="d-too-big")
+        assert claim.results == [] and not Allocation.objects.filter(holder_name="d-too-big").exists()
+        # held: the memory node 1/4 + 1/4 + 1 = 1.5; the shares node's card 3 x 1/4 + 3/4 = 1.5 by its
+        # shares, but one card holds at most one GE: 1. Cards 4, free 4 - 2.5 = 1.5. Free whole devices:
+        # the shares node's second card only (a card with shares is not a free device).
+        assert _h100(cluster) == (4, Decimal("2.5"), Decimal("1.5"), 1)
+        assert Gpu.objects.filter(node__cluster=cluster).count() == 4  # shares add no cards
+
+        # a-notebook's pod ends and its claim goes: its 20Gi share is free again
+        sim.store.delete("pods", "team-vision", "a-notebook")
+        obj = sim.store.get("resourceclaims", "team-vision", "a-notebook")
+        obj["metadata"]["finalizers"] = []
+        sim.store.update("resourceclaims", obj)
+        sim.store.delete("resourceclaims", "team-vision", "a-notebook")
+        assert controllers.settle(30)
+        ClusterSync(cluster, page_size=50).full_sync()
+
+        assert "a-notebook" not in _held(cluster)
+        assert _h100(cluster) == (4, Decimal("2.25"), Decimal("1.75"), 1)
+        assert ResourceClaim.objects.get(cluster=cluster, name="d-too-big").results == []
+    finally:
+        controllers.stop()
+
+
+def test_the_node_page_draws_each_share_and_says_which_devices_bind_to_the_node(
+    kubesim_factory, register, cast
+):
+    built = build("consumable-capacity", nodes=2, seed=4, pods_per_node=0, claims_per_node=0, gpus_per_node=2)
+    memory_node = f"gpu-{MEMORY_POOL}-0000"
+    for obj in built.objects:
+        if obj["kind"] == "ResourceSlice" and obj["spec"].get("nodeName") == memory_node:
+            obj["spec"]["devices"][1]["bindsToNode"] = True  # gpu-1 (KEP-5007)
+    sim = kubesim_factory()
+    sim.store.bulk_load(built.objects)
+    cluster = register(sim)
+    controllers = start_controllers(
+        sim.store, enabled={"scheduler", "dra-allocator", "pod-lifecycle"}, seed=4, background=False
+    )
+    try:
+        _use(sim.store, MEMORY_POOL, "a-notebook", "20Gi")
+        _use(sim.store, MEMORY_POOL, "b-notebook", "60Gi")
+        assert controllers.settle(30)
+    finally:
+        controllers.stop()
+    ClusterSync(cluster, page_size=50).full_sync()
+
+    node = Node.objects.get(cluster=cluster, name=memory_node)
+    assert list(node.units.order_by("device_name").values_list("device_name", "binds_to_node")) == [
+        ("gpu-0", False),
+        ("gpu-1", True),
+    ]
+    browser = Client()
+    browser.force_login(cast.pat)
+    text = browser.get(reverse("inventory-node", args=[node.pk])).content.decode()
+    # GPU 0 holds two shares (20Gi and 60Gi of 80Gi: 1/4 and 3/4), nothing of it free
+    assert "share: team-vision/a-notebook (vision)" in text
+    assert "share: team-vision/b-notebook (vision)" in text
+    assert "<small>gpu-1: binds to this node when allocated</small>" in text
+    assert "gpu-0: binds" not in text
