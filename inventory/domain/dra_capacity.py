@@ -32,6 +32,7 @@ __all__ = [
     "effective_consumption",
     "parse_consumed",
     "parse_request_policies",
+    "round_request",
     "scheduler_consumption",
     "share_fraction",
     "shared_capacity_from_json",
@@ -107,7 +108,7 @@ def parse_consumed(raw: object, issues: list[ParseIssue], *, source: str) -> dic
     return consumed
 
 
-def _rounded(amount: Decimal, policy: RequestPolicy) -> Decimal:
+def round_request(amount: Decimal, policy: RequestPolicy) -> Decimal:
     """kube-scheduler's rounding (KEP-5075): up to validRange.min, then to min + n * step; with
     validValues to the smallest not below the amount (above all of them it is left as it is)."""
     if policy.minimum is not None:
@@ -133,7 +134,7 @@ def scheduler_consumption(
     for name, value in capacity.items():
         policy = policies.get(name)
         if name in requested:
-            consumed[name] = _rounded(requested[name], policy) if policy else requested[name]
+            consumed[name] = round_request(requested[name], policy) if policy else requested[name]
         elif policy is not None and policy.default is not None:
             consumed[name] = policy.default
         else:
