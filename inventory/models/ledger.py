@@ -33,6 +33,10 @@ class ResourceClaim(models.Model):
     reserved_for = models.JSONField(default=list)
     node_name = models.CharField(max_length=253, blank=True)
     deleting = models.BooleanField(default=False)
+    # What the sync found wrong with the claim now, each {severity, code, message, source}: capacity
+    # outside a device's request policy (KEP-5075), asked while pending or consumed once allocated.
+    # Kept so a resync that finds the same again counts nothing; [] once allocated fine or gone.
+    issues = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(null=True, blank=True)
     present = models.BooleanField(default=True)
     gone_at = models.DateTimeField(null=True, blank=True)
