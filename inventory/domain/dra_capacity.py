@@ -17,17 +17,19 @@ request's amount rounded up per the policy, else the policy's default, else the 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from gpuplatform.quantity import QuantityError, parse_quantity
+from gpuplatform.quantity import QuantityError, format_binary, format_decimal, parse_quantity
 from inventory.domain.issues import ParseIssue, warning
 from inventory.domain.raw_fields import as_list, as_map
 
 __all__ = [
     "RequestPolicy",
+    "amount_text",
     "consumed_issues",
     "effective_consumption",
     "parse_consumed",
@@ -65,6 +67,15 @@ class RequestPolicy:
         high = "" if self.maximum is None else str(self.maximum)
         step = f" in steps of {self.step}" if self.step else ""
         return f"{low}..{high}{step}"
+
+
+def amount_text(value: Decimal) -> str:
+    """A quantity as short as Kubernetes would print it: "80Gi", "1Mi", "4", "0"."""
+    texts = []
+    for form in (format_binary, format_decimal):
+        with contextlib.suppress(QuantityError):  # below a nano-unit: not printable without loss
+            texts.append(form(value))
+    return min(texts, key=len) if texts else str(value)
 
 
 def _quantity(raw: object, issues: list[ParseIssue], *, source: str, what: str) -> Decimal | None:

@@ -14,13 +14,16 @@ keeps no capacity for it) counts as able to give it, so nothing is flagged on a 
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from gpuplatform.quantity import QuantityError, format_binary, format_decimal
-from inventory.domain.dra_capacity import RequestPolicy, round_request, shared_capacity_from_json
+from inventory.domain.dra_capacity import (
+    RequestPolicy,
+    amount_text,
+    round_request,
+    shared_capacity_from_json,
+)
 from inventory.domain.dra_claims import DeviceRequestSpec, ResourceClaim
 from inventory.domain.dra_devices import DraDevice
 from inventory.domain.issues import ParseIssue, warning
@@ -81,15 +84,6 @@ class CapacityOffer:
         high = amount_text(top if policy.maximum is None else min(policy.maximum, top))
         step = f" in steps of {amount_text(policy.step)}" if policy.step else ""
         return f"{low} to {high}{step}"
-
-
-def amount_text(value: Decimal) -> str:
-    """A quantity as short as Kubernetes would print it: "80Gi", "1Mi", "4", "0"."""
-    texts = []
-    for form in (format_binary, format_decimal):
-        with contextlib.suppress(QuantityError):  # below a nano-unit: not printable without loss
-            texts.append(form(value))
-    return min(texts, key=len) if texts else str(value)
 
 
 def _unmet(spec: DeviceRequestSpec, offers: Sequence[CapacityOffer], *, source: str) -> list[ParseIssue]:

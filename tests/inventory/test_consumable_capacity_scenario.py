@@ -169,6 +169,8 @@ def test_the_node_page_draws_each_share_and_says_which_devices_bind_to_the_node(
     assert "share: team-vision/b-notebook (vision)" in text
     assert "<small>gpu-1: binds to this node when allocated</small>" in text
     assert "gpu-0: binds" not in text
+    # GPU 1 holds no share: all of its 80Gi is free, said in its capacity's words
+    assert "free: 80Gi of 80Gi memory" in text and "free: free" not in text
 
 
 REQUEST_OUTSIDE_POLICY = "dra.capacity.request_outside_policy"
