@@ -368,15 +368,11 @@ def apply_claims(
             if ref is None:
                 # Not a device of a complete pool's newest generation: the slice generation it was
                 # allocated from is gone (or not complete yet). Held at 0 GE, never counted twice.
-                ctx.note(
-                    "resourceclaims",
-                    [
-                        warning(
-                            "dra.claim.unknown_device",
-                            f"{'/'.join(result.key)}: allocated from a slice generation that is gone",
-                        )
-                    ],
-                    obj=label,
+                found.append(
+                    warning(
+                        "dra.claim.unknown_device",
+                        f"{'/'.join(result.key)}: allocated from a slice generation that is gone",
+                    )
                 )
             ge = ref.ge_each if ref else Decimal(0)
             if ref is not None and ref.shared_capacity:
