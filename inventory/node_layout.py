@@ -13,7 +13,9 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from fractions import Fraction
 
+from inventory.domain.dra_capacity import amount_text, shared_capacity_from_json
 from inventory.domain.gpu_models import resolve_gpu_model
 from inventory.fragmentation.geometry import first_fit_layout
 from inventory.models import Allocation, Gpu, Node, ShareableUnit
@@ -137,6 +139,59 @@ def _block(label: str, ge: Decimal, holder: Allocation | None) -> Block:
     )
 
 
+def _free_block(ge: Decimal, what: str) -> Block:
+    """What shares leave of a shared card, saying how much ("free: 20Gi of 80Gi memory")."""
+    return replace(_block("free", ge, None), holder=what)
+
+
+def _part_words(part: Fraction) -> str:
+    """A part of a card in words: "all", "3/4", "about 23%"."""
+    if part >= 1:
+        return "all"
+    simple = part.limit_denominator(64)
+    if simple == part:
+        return f"{simple.numerator}/{simple.denominator}"
+    return f"about {round(part * 100)}%"
+
+
+def _share_free(unit: ShareableUnit, left: Decimal) -> str:
+    """What the shares of a DRA device (KEP-5075) leave of it: of its one capacity, the amount ("60Gi of
+    80Gi memory"); of several, the part of the card, as the shares' GE count it (each holds its largest
+    fraction of any capacity, so the amounts of each are not known here)."""
+    part = (
+        min(max(Fraction(left) / Fraction(unit.ge_each), Fraction(0)), Fraction(1))
+        if unit.ge_each
+        else Fraction(0)
+    )
+    capacity, policies = shared_capacity_from_json(unit.shared_capacity)
+    if len(capacity) != 1:
+        return f"{_part_words(part)} of the card"
+    ((name, value),) = capacity.items()
+    # GE is stored to 18 places: round back to whole units, and to the policy's step where it has one
+    policy = policies.get(name)
+    step = policy.step if policy is not None and policy.step else Decimal(1)
+    amount = Decimal(round(part * Fraction(value) / Fraction(step))) * step
+    return f"{amount_text(amount)} of {amount_text(value)} {name}"
+
+
+def _hami_free(unit: ShareableUnit, held: list[Allocation], left: Decimal) -> str:
+    """What HAMi's shares leave of a card: memory (each share's from its pod's annotation) and tasks
+    (of the card's split count), else the part of the card by GE."""
+    words = []
+    if unit.memory_mib:
+        used = sum(int((a.details or {}).get("memory_mib") or 0) for a in held)
+        free = max(unit.memory_mib - used, 0) * 2**20
+        words.append(
+            f"{amount_text(Decimal(free))} of {amount_text(Decimal(unit.memory_mib * 2**20))} memory"
+        )
+    if unit.split_count:
+        words.append(f"{max(unit.split_count - len(held), 0)} of {unit.split_count} tasks")
+    if not words:
+        part = Fraction(left) / Fraction(unit.ge_each) if unit.ge_each else Fraction(0)
+        words.append(f"{_part_words(part)} of the card")
+    return ", ".join(words)
+
+
 def _recolour(layout: NodeLayout) -> NodeLayout:
     """Give the tenants drawn on this node distinct palette colours."""
     palette = palette_for(
@@ -228,16 +283,18 @@ def node_layout(*, node: Node) -> NodeLayout:
     unplaced_mig: list[tuple[ShareableUnit, list[Block]]] = []
     for unit in units:
         keyed = by_key.get(unit.key) or by_key.get(unit.key.split("@", 1)[0])
-        if unit.kind == "hami_gpu":
-            # One card shared by many: each holder is a block of its own size.
-            blocks = [_block("share", a.ge, a) for a in keyed or []] or [_block("free", Decimal(1), None)]
-        elif unit.shared_capacity:
-            # A DRA device several claims share (KEP-5075): each share is as wide as the GE it
-            # consumes, and what they leave of the device is free.
+        if unit.kind == "hami_gpu" or unit.shared_capacity:
+            # One card shared by many (HAMi, or a DRA device with shares, KEP-5075): each holder is a
+            # block as wide as the GE it holds, and what they leave of the card is free.
             blocks = [_block("share", a.ge, a) for a in keyed or []]
-            left = unit.ge_each - sum((a.ge for a in keyed or []), Decimal(0))
+            left = max(unit.ge_each - sum((a.ge for a in keyed or []), Decimal(0)), Decimal(0))
             if left > 0 or not blocks:
-                blocks.append(_block("free", max(left, Decimal(0)), None))
+                free = (
+                    _hami_free(unit, keyed or [], left)
+                    if unit.kind == "hami_gpu"
+                    else _share_free(unit, left)
+                )
+                blocks.append(_free_block(left, free))
         else:
             holders = list(keyed) if keyed else by_resource.get(unit.resource_name, [])
             blocks = [

@@ -315,6 +315,7 @@ class ResourceClaimSerializer(serializers.ModelSerializer[ResourceClaim]):
             "reserved_for",
             "node_name",
             "deleting",
+            "issues",
             "created_at",
             "present",
             "gone_at",

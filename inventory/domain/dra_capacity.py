@@ -17,21 +17,24 @@ request's amount rounded up per the policy, else the policy's default, else the 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from gpuplatform.quantity import QuantityError, parse_quantity
+from gpuplatform.quantity import QuantityError, format_binary, format_decimal, parse_quantity
 from inventory.domain.issues import ParseIssue, warning
 from inventory.domain.raw_fields import as_list, as_map
 
 __all__ = [
     "RequestPolicy",
+    "amount_text",
     "consumed_issues",
     "effective_consumption",
     "parse_consumed",
     "parse_request_policies",
+    "round_request",
     "scheduler_consumption",
     "share_fraction",
     "shared_capacity_from_json",
@@ -64,6 +67,15 @@ class RequestPolicy:
         high = "" if self.maximum is None else str(self.maximum)
         step = f" in steps of {self.step}" if self.step else ""
         return f"{low}..{high}{step}"
+
+
+def amount_text(value: Decimal) -> str:
+    """A quantity as short as Kubernetes would print it: "80Gi", "1Mi", "4", "0"."""
+    texts = []
+    for form in (format_binary, format_decimal):
+        with contextlib.suppress(QuantityError):  # below a nano-unit: not printable without loss
+            texts.append(form(value))
+    return min(texts, key=len) if texts else str(value)
 
 
 def _quantity(raw: object, issues: list[ParseIssue], *, source: str, what: str) -> Decimal | None:
@@ -107,7 +119,7 @@ def parse_consumed(raw: object, issues: list[ParseIssue], *, source: str) -> dic
     return consumed
 
 
-def _rounded(amount: Decimal, policy: RequestPolicy) -> Decimal:
+def round_request(amount: Decimal, policy: RequestPolicy) -> Decimal:
     """kube-scheduler's rounding (KEP-5075): up to validRange.min, then to min + n * step; with
     validValues to the smallest not below the amount (above all of them it is left as it is)."""
     if policy.minimum is not None:
@@ -133,7 +145,7 @@ def scheduler_consumption(
     for name, value in capacity.items():
         policy = policies.get(name)
         if name in requested:
-            consumed[name] = _rounded(requested[name], policy) if policy else requested[name]
+            consumed[name] = round_request(requested[name], policy) if policy else requested[name]
         elif policy is not None and policy.default is not None:
             consumed[name] = policy.default
         else:

@@ -33,6 +33,11 @@ class ResourceClaim(models.Model):
     reserved_for = models.JSONField(default=list)
     node_name = models.CharField(max_length=253, blank=True)
     deleting = models.BooleanField(default=False)
+    # What the sync found wrong with the claim now, each {severity, code, message, source}: capacity
+    # outside a device's request policy (KEP-5075), asked while pending or consumed once allocated, and
+    # results on a device of no current slice generation. Kept so a resync that finds the same again
+    # counts nothing; [] once nothing is wrong or the claim is gone.
+    issues = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(null=True, blank=True)
     present = models.BooleanField(default=True)
     gone_at = models.DateTimeField(null=True, blank=True)

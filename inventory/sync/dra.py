@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
@@ -27,13 +28,14 @@ from inventory.domain.dra_devices import (
     parse_resource_slice,
     undeclared_counter_issues,
 )
+from inventory.domain.dra_request_policy import CapacityOffer, unmet_capacity_issues
 from inventory.domain.gpu_equivalent import STORED_GE_PLACES, ge_to_decimal
-from inventory.domain.issues import warning
+from inventory.domain.issues import ParseIssue, warning
 from inventory.domain.mig_management import slice_has_dynamic_mig
 from inventory.domain.raw_fields import dig
 from inventory.models import DeviceClass, HolderKind, Node, ResourceClaim, ResourceSlice, ShareableUnit
 from inventory.sync.bulk import insert_rows
-from inventory.sync.context import SyncContext, content_hash, k8s_time
+from inventory.sync.context import SyncContext, UnitRef, content_hash, k8s_time
 from inventory.sync.dra_cards import mark_card_health, recount_dra_cards
 from inventory.sync.ledger import Holder, WantedRow, close_holders, open_holder_uids, reconcile_holders
 from inventory.sync.mig_management import mark_driver_managed_mig
@@ -311,6 +313,8 @@ def apply_claims(
     changes, holders, now = 0, [], timezone.now()
     creating: list[ResourceClaim] = []
     updating: list[ResourceClaim] = []
+    # DeviceClass -> what its devices can give, read once and only for a pending claim asking capacity
+    offers: dict[str, list[CapacityOffer]] | None = None
     for obj, claim in pairs:
         label = f"{claim.namespace}/{claim.name}"
         ctx.note("resourceclaims", claim.issues, obj=label)
@@ -336,7 +340,13 @@ def apply_claims(
         }
         digest = content_hash(fields)
         row = existing.get(claim.uid)
-        if row is None or row.content_hash != digest or not row.present:
+        found: list[ParseIssue] = []
+        if not claim.allocated and _asks_capacity(claim):
+            if offers is None:
+                offers = _capacity_offers(ctx, devices)
+            found.extend(unmet_capacity_issues(claim=claim, offers=offers))
+        written = row is None or row.content_hash != digest or not row.present
+        if written:
             fields.update(content_hash=digest, present=True, gone_at=None)
             if row is None:
                 row = ResourceClaim(cluster=ctx.cluster, uid=claim.uid, **fields)
@@ -358,25 +368,20 @@ def apply_claims(
             if ref is None:
                 # Not a device of a complete pool's newest generation: the slice generation it was
                 # allocated from is gone (or not complete yet). Held at 0 GE, never counted twice.
-                ctx.note(
-                    "resourceclaims",
-                    [
-                        warning(
-                            "dra.claim.unknown_device",
-                            f"{'/'.join(result.key)}: allocated from a slice generation that is gone",
-                        )
-                    ],
-                    obj=label,
+                found.append(
+                    warning(
+                        "dra.claim.unknown_device",
+                        f"{'/'.join(result.key)}: allocated from a slice generation that is gone",
+                    )
                 )
             ge = ref.ge_each if ref else Decimal(0)
             if ref is not None and ref.shared_capacity:
                 ge = _share_ge(
-                    ctx,
                     ref.ge_each,
                     ref.shared_capacity,
                     result,
                     requested=requested_capacity(claim, result),
-                    label=label,
+                    found=found,
                 )
             rows.append(
                 WantedRow(
@@ -394,6 +399,9 @@ def apply_claims(
                     details={"started_from": started_from},
                 )
             )
+        assert row is not None
+        if _keep_issues(ctx, row, found, label=label) and not written:
+            updating.append(row)  # only what is wrong with it changed: stored, not a change of the claim
         holders.append(
             Holder(
                 kind=HolderKind.CLAIM,
@@ -410,7 +418,7 @@ def apply_claims(
     # Claims first (bulk), so the intervals opened below can point at them.
     insert_rows(ResourceClaim, creating)
     ResourceClaim.objects.bulk_update(
-        updating, [*CLAIM_FIELDS, "content_hash", "present", "gone_at"], batch_size=1000
+        updating, [*CLAIM_FIELDS, "issues", "content_hash", "present", "gone_at"], batch_size=1000
     )
     may_be_open = (
         ctx.stored_keys("open claims", lambda: open_holder_uids(cluster=ctx.cluster, kind=HolderKind.CLAIM))
@@ -422,28 +430,25 @@ def apply_claims(
 
 
 def _share_ge(
-    ctx: SyncContext,
     whole: Decimal,
     stored: dict[str, Any],
     result: Any,
     *,
     requested: Mapping[str, Decimal],
-    label: str,
+    found: list[ParseIssue],
 ) -> Decimal:
     """A share of a device several claims use holds what it consumes of it (DESIGN §3), as the
     scheduler counts it: a capacity the result leaves out is what the request asks, rounded per the
     policy, else the default (0 consumed: 0 GE). Consumption outside the device's request policy is
-    flagged and counted as consumed, capped at the device."""
+    added to ``found`` and counted as consumed, capped at the device."""
     capacity, policies = shared_capacity_from_json(stored)
-    ctx.note(
-        "resourceclaims",
+    found.extend(
         consumed_issues(
             consumed=result.consumed_capacity,
             capacity=capacity,
             policies=policies,
             source=f"{result.request} on {result.device}",
-        ),
-        obj=label,
+        )
     )
     consumed = effective_consumption(
         consumed=result.consumed_capacity, requested=requested, capacity=capacity, policies=policies
@@ -452,6 +457,44 @@ def _share_ge(
     if fraction is None:
         return whole  # a shared device declaring no capacity has no measure of a share
     return ge_to_decimal(Fraction(whole) * fraction, places=STORED_GE_PLACES)
+
+
+def _asks_capacity(claim: Any) -> bool:
+    return any(
+        spec is not None and spec.capacity_requests
+        for request in claim.requests
+        for spec in (request.exactly, *request.first_available)
+    )
+
+
+def _capacity_offers(
+    ctx: SyncContext, devices: Mapping[tuple[str, str, str], UnitRef]
+) -> dict[str, list[CapacityOffer]]:
+    """DeviceClass name -> what each counted device of its driver can give (a class naming no single
+    driver is not judged: its devices are not known)."""
+    drivers = dict(
+        DeviceClass.objects.filter(cluster=ctx.cluster).exclude(driver="").values_list("name", "driver")
+    )
+    wanted = set(drivers.values())
+    by_driver: dict[str, list[CapacityOffer]] = defaultdict(list)
+    for (driver, _, _), ref in devices.items():
+        if driver in wanted:
+            by_driver[driver].append(CapacityOffer.stored(ref.shared_capacity))
+    return {name: by_driver.get(driver, []) for name, driver in drivers.items()}
+
+
+def _keep_issues(ctx: SyncContext, row: ResourceClaim, found: list[ParseIssue], *, label: str) -> bool:
+    """Store what is wrong with the claim now on its row and count only what was not stored already,
+    so a resync finding the same again adds nothing; True when the row's issues changed."""
+    stored = row.issues or []
+    rows = [
+        {"severity": str(i.severity), "code": i.code, "message": i.message, "source": i.source} for i in found
+    ]
+    ctx.note("resourceclaims", [i for i, r in zip(found, rows, strict=True) if r not in stored], obj=label)
+    if rows == stored:
+        return False
+    row.issues = rows
+    return True
 
 
 def _result_json(result: Any, statuses: Any) -> dict[str, str]:
@@ -478,7 +521,7 @@ def _device_classes(claim: Any) -> dict[str, str]:
 def vanish_claims(ctx: SyncContext, uids: set[str], *, reason: str) -> int:
     now = timezone.now()
     changes = ResourceClaim.objects.filter(cluster=ctx.cluster, uid__in=uids, present=True).update(
-        present=False, gone_at=now
+        present=False, gone_at=now, issues=[]
     )
     return changes + close_holders(
         cluster=ctx.cluster, kind=HolderKind.CLAIM, ended=dict.fromkeys(uids, now), reason=reason

@@ -67,7 +67,7 @@ def test_shares_and_binds_to_node_on_the_node_page(page: Page, login, cast, shot
         holders = page.get_by_test_id("holders")
         expect(holders).to_contain_text("share: team-vision/notebook-a")
         expect(holders).to_contain_text("share: team-vision/notebook-b")
-        expect(holders).to_contain_text("free: free")
+        expect(holders).to_contain_text("free: 20Gi of 80Gi memory")  # 80Gi less 1/4 and 1/2 of it
         expect(card.get_by_test_id("binds-to-node")).to_have_text("gpu-0: binds to this node when allocated")
         scroll, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert scroll <= inner

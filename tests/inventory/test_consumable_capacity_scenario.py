@@ -12,9 +12,10 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
 from inventory.capacity import pool_model_capacity, pool_resource_free
-from inventory.models import Allocation, Gpu, Node, NodePool, ResourceClaim
+from inventory.models import Allocation, Gpu, Node, NodePool, ParseIssueCount, ResourceClaim
 from inventory.sync.runner import ClusterSync
 from kubesim.controllers import start_controllers
 from kubesim.scenarios import build
@@ -168,3 +169,112 @@ def test_the_node_page_draws_each_share_and_says_which_devices_bind_to_the_node(
     assert "share: team-vision/b-notebook (vision)" in text
     assert "<small>gpu-1: binds to this node when allocated</small>" in text
     assert "gpu-0: binds" not in text
+    # GPU 1 holds no share: all of its 80Gi is free, said in its capacity's words
+    assert "free: 80Gi of 80Gi memory" in text and "free: free" not in text
+
+
+REQUEST_OUTSIDE_POLICY = "dra.capacity.request_outside_policy"
+# 90Gi is above both pools' validRange.max (80Gi): the memory pool takes 1Mi..80Gi in 1Mi steps, the
+# shares pool's memory 0..80Gi in 1Mi steps; no card of the DeviceClass could ever give it.
+TOO_BIG = (
+    "requests 90Gi of memory; gpu.nvidia.com's devices take 0 to 80Gi in steps of 1Mi, "
+    "or 1Mi to 80Gi in steps of 1Mi"
+)
+
+
+def _outside_policy_count(cluster) -> int:
+    return ParseIssueCount.objects.get(
+        cluster=cluster, kind="resourceclaims", code=REQUEST_OUTSIDE_POLICY
+    ).count
+
+
+def test_a_pending_claim_asking_more_than_any_card_takes_is_flagged_once_and_cleared_when_allocated(
+    kubesim_factory, register, cast
+):
+    built = build("consumable-capacity", nodes=2, seed=4, pods_per_node=0, claims_per_node=0, gpus_per_node=2)
+    sim = kubesim_factory()
+    sim.store.bulk_load(built.objects)
+    cluster = register(sim)
+    controllers = start_controllers(
+        sim.store, enabled={"scheduler", "dra-allocator", "pod-lifecycle"}, seed=4, background=False
+    )
+    try:
+        _use(sim.store, MEMORY_POOL, "a-notebook", "20Gi")
+        _use(sim.store, MEMORY_POOL, "d-too-big", "90Gi")
+        assert controllers.settle(30)
+        ClusterSync(cluster, page_size=50).full_sync()
+
+        too_big = ResourceClaim.objects.get(cluster=cluster, name="d-too-big")
+        assert (too_big.state, too_big.issues) == (
+            "pending",
+            [
+                {
+                    "severity": "warning",
+                    "code": REQUEST_OUTSIDE_POLICY,
+                    "message": TOO_BIG,
+                    "source": "team-vision/d-too-big request gpu",
+                }
+            ],
+        )
+        assert ResourceClaim.objects.get(cluster=cluster, name="a-notebook").issues == []
+        counted = ParseIssueCount.objects.get(
+            cluster=cluster, kind="resourceclaims", code=REQUEST_OUTSIDE_POLICY
+        )
+        assert (counted.count, counted.last_object, counted.last_message) == (
+            1,
+            "team-vision/d-too-big",
+            TOO_BIG,
+        )
+        # on the page where the sync's claim issues are shown (the clusters page's parse issues)
+        browser = Client()
+        browser.force_login(cast.pat)
+        page = browser.get(reverse("inventory")).content.decode()
+        assert f"<code>{REQUEST_OUTSIDE_POLICY}</code>" in page and escape(TOO_BIG) in page
+
+        # a resync finds it again and counts nothing, nor changes the claim
+        report = ClusterSync(cluster, page_size=50).full_sync()
+        assert report.changes["resourceclaims"] == 0
+        assert _outside_policy_count(cluster) == 1
+        assert ResourceClaim.objects.get(cluster=cluster, name="d-too-big").issues == too_big.issues
+
+        # the memory node's cards are swapped for 141Gi ones: the driver republishes its slice, the
+        # scheduler gives d-too-big 90Gi of a card (rounded to the 1Mi step: 90Gi), and the issue clears
+        memory_node = f"gpu-{MEMORY_POOL}-0000"
+        (piece,) = [s for s in sim.store.list("resourceslices") if s["spec"].get("nodeName") == memory_node]
+        for device in piece["spec"]["devices"]:
+            device["capacity"]["memory"] = {
+                "value": "141Gi",
+                "requestPolicy": {
+                    "default": "141Gi",
+                    "validRange": {"min": "1Mi", "max": "141Gi", "step": "1Mi"},
+                },
+            }
+        sim.store.update("resourceslices", piece)
+        assert controllers.settle(30)
+        ClusterSync(cluster, page_size=50).full_sync()
+
+        allocated = ResourceClaim.objects.get(cluster=cluster, name="d-too-big")
+        assert allocated.state.startswith("allocated") and allocated.issues == []
+        assert _outside_policy_count(cluster) == 1  # history: the flag was met once
+    finally:
+        controllers.stop()
+
+
+def test_a_flagged_claim_that_is_deleted_keeps_no_issue(kubesim_factory, register):
+    built = build("consumable-capacity", nodes=2, seed=4, pods_per_node=0, claims_per_node=0, gpus_per_node=2)
+    sim = kubesim_factory()
+    sim.store.bulk_load(built.objects)
+    cluster = register(sim)
+    # a claim no pod uses: nothing allocates it, and 90Gi could not be anyway
+    sim.store.create("resourceclaims", _claim("d-too-big", "90Gi"))
+    ClusterSync(cluster, page_size=50).full_sync()
+    assert [i["message"] for i in ResourceClaim.objects.get(cluster=cluster, name="d-too-big").issues] == [
+        TOO_BIG
+    ]
+
+    sim.store.delete("resourceclaims", "team-vision", "d-too-big")
+    ClusterSync(cluster, page_size=50).full_sync()
+
+    gone = ResourceClaim.objects.get(cluster=cluster, name="d-too-big")
+    assert (gone.present, gone.issues) == (False, [])
+    assert _outside_policy_count(cluster) == 1
