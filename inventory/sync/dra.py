@@ -317,11 +317,10 @@ def apply_claims(
     offers: dict[str, list[CapacityOffer]] | None = None
     for obj, claim in pairs:
         label = f"{claim.namespace}/{claim.name}"
-        ctx.note("resourceclaims", claim.issues, obj=label)
         if not claim.uid or not claim.namespace:
-            ctx.note(
-                "resourceclaims", [warning("dra.claim.missing_identity", "no uid or namespace")], obj=label
-            )
+            # No row to keep them on: counted each time the claim is read.
+            missing = warning("dra.claim.missing_identity", "no uid or namespace")
+            ctx.note("resourceclaims", [*claim.issues, missing], obj=label)
             continue
         tenant_id = ctx.tenant_for(claim.namespace)
         node_name = claim.allocated_node_names[0] if claim.allocated_node_names else ""
@@ -340,7 +339,8 @@ def apply_claims(
         }
         digest = content_hash(fields)
         row = existing.get(claim.uid)
-        found: list[ParseIssue] = []
+        # What reading the claim found is kept on its row with the rest, so a resync counts none again.
+        found: list[ParseIssue] = list(claim.issues)
         if not claim.allocated and _asks_capacity(claim):
             if offers is None:
                 offers = _capacity_offers(ctx, devices)
