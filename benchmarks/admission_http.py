@@ -31,6 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
+import redis
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.serving import start_server  # the path above makes the repo importable
@@ -224,6 +226,7 @@ def measure(args: argparse.Namespace, tree: Path) -> dict[str, float]:
     }
     # Materialisation goes to the broker, as in production (a scratch Redis database).
     env["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
+    redis.Redis.from_url(env["REDIS_URL"]).flushdb()  # a scratch database: the last run's messages go
     subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB], check=True)
     subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", DB], check=True)
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=tree, env=env, check=True)
