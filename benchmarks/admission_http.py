@@ -7,6 +7,11 @@ every team with a quota and a queue, and 10,000 active allocations (10 per team)
 ANALYZEd after seeding, as autovacuum would have done on a live database. Usage:
 
     .venv/bin/python benchmarks/admission_http.py --latency-requests 300 --seconds 10 --rounds 5
+
+With ``--compare-with REV`` the whole measurement (seed, server, load) runs alternately on the code of
+REV (a git worktree beside this one, ``--old-tree``) and on this tree, ``--repeats`` times each, in the
+same scratch database recreated for every run; the medians of each side and their ratio are printed,
+with the load average at each run: a noisy shared machine slows both alike.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -25,13 +31,17 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
+import redis
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.serving import start_server  # the path above makes the repo importable
 
 REPO = Path(__file__).resolve().parents[1]
-DB = "gpuplatform_bench_admission"
-DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{DB}")
+DATABASE_URL = os.environ.get(
+    "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/gpuplatform_bench_admission"
+)
+DB = DATABASE_URL.rpartition("/")[2]  # dropped and created afresh: BENCH_DATABASE_URL names a scratch one
 
 SEED = """
 from decimal import Decimal
@@ -93,6 +103,14 @@ CapacityRequest.objects.bulk_create([
                     created_order=order + i)
     for i, q in enumerate(queues[(i * 37) % len(queues)] for i in range({backlog}))
 ])
+# A worker that has been running has its URLconf loaded (the loop's heartbeat links a page) and each
+# cohort's catalogue cached; this process is fresh, so both are done before the clock starts.
+from django.urls import reverse
+from quotas.runner.catalogue import catalogue_of
+from quotas.runner.inputs import cohort_root_path
+reverse("queues")
+for root_path in sorted({{cohort_root_path(q.tenant.path) for q in queues}}):
+    catalogue_of(root_path=root_path, flavors=[flavor])
 started = time.perf_counter()
 result = run_admission_loop()
 took = time.perf_counter() - started
@@ -108,10 +126,10 @@ Quota.objects.filter(tenant__slug="team-99-8").update(nominal={room})
 """
 
 
-def manage(env: dict[str, str], code: str) -> str:
+def manage(env: dict[str, str], code: str, tree: Path = REPO) -> str:
     out = subprocess.run(
         [sys.executable, "manage.py", "shell", "-c", code],
-        cwd=REPO,
+        cwd=tree,
         env=env,
         check=True,
         capture_output=True,
@@ -161,8 +179,53 @@ def main() -> None:
     parser.add_argument("--server", choices=["gunicorn", "runserver"], default="gunicorn")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
+    parser.add_argument("--compare-with", help="a git revision measured alternately beside this tree")
+    parser.add_argument("--old-tree", type=Path, help="where REV is checked out (default: a temp worktree)")
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each side with --compare-with")
     args = parser.parse_args()
+    if args.compare_with:
+        compare(args)
+    else:
+        measure(args, REPO)
 
+
+def compare(args: argparse.Namespace) -> None:
+    old_tree = args.old_tree or Path(tempfile.gettempdir()) / f"admission-bench-{args.compare_with}"
+    if not old_tree.exists():
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(old_tree), args.compare_with], cwd=REPO, check=True
+        )
+    trees = {"before": old_tree, "after": REPO}
+    runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+    for repeat in range(args.repeats):
+        for label, tree in trees.items():
+            print(f"--- {label} ({tree}), run {repeat + 1} of {args.repeats}", flush=True)
+            runs[label].append(measure(args, tree))
+    print(f"\n{args.repeats} alternating runs each; load average (1 min) at each run's end:")
+    for label in trees:
+        print(f"  {label}: " + ", ".join(f"{r['load']:.1f}" for r in runs[label]))
+    print(f"{'median of runs':38} {'before':>9} {'after':>9}  ratio")
+    for key, title, better in FIGURES:
+        before = statistics.median(r[key] for r in runs["before"])
+        after = statistics.median(r[key] for r in runs["after"])
+        ratio = before / after if better == "lower" else after / before
+        print(f"{title:38} {before:9.1f} {after:9.1f}  {ratio:.2f}x")
+    exact = all(r["exact"] for side in runs.values() for r in side)
+    print("100 concurrent against room for N: " + ("exactly N in every round" if exact else "MISMATCH"))
+
+
+# (key, title, which way is better): the ratio is always "times better" (> 1: the new code is faster).
+FIGURES = (
+    ("median_ms", "sequential POST median (ms)", "lower"),
+    ("p95_ms", "sequential POST P95 (ms)", "lower"),
+    ("p99_ms", "sequential POST P99 (ms)", "lower"),
+    ("http_rate", "8 clients: new requests decided/s", "higher"),
+    ("loop_rate", "admission loop decisions/s", "higher"),
+)
+
+
+def measure(args: argparse.Namespace, tree: Path) -> dict[str, float]:
+    """One whole run on the code of ``tree``: its figures, as printed."""
     env = {
         **os.environ,
         "DATABASE_URL": DATABASE_URL,
@@ -171,11 +234,12 @@ def main() -> None:
     }
     # Materialisation goes to the broker, as in production (a scratch Redis database).
     env["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
+    redis.Redis.from_url(env["REDIS_URL"]).flushdb()  # a scratch database: the last run's messages go
     subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB], check=True)
     subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", DB], check=True)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=tree, env=env, check=True)
     seeded = time.perf_counter()
-    token = manage(env, SEED).splitlines()[-1]
+    token = manage(env, SEED, tree).splitlines()[-1]
     print(
         f"seeded 1,000 tenants, 100 cohorts, 10,000 active allocations in {time.perf_counter() - seeded:.0f}s"
     )
@@ -188,6 +252,7 @@ def main() -> None:
         threads=args.threads,
         env=env,
         stderr=server_log,
+        tree=tree,
     )
     try:
         for _ in range(100):
@@ -197,6 +262,7 @@ def main() -> None:
             except OSError:
                 time.sleep(0.2)
         n = 0
+        figures: dict[str, float] = {"exact": 1.0}
 
         def body() -> dict[str, object]:
             nonlocal n
@@ -215,6 +281,9 @@ def main() -> None:
             latencies.append(took * 1000)
         latencies.sort()
         p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
+        figures["median_ms"] = statistics.median(latencies)
+        figures["p95_ms"] = latencies[int(0.95 * len(latencies))]
+        figures["p99_ms"] = p99
         print(
             f"latency ms over {len(latencies)} sequential decisions: "
             f"median {statistics.median(latencies):.1f}, "
@@ -241,23 +310,25 @@ def main() -> None:
         with ThreadPoolExecutor(max_workers=args.clients) as pool:
             list(pool.map(client, range(args.clients)))
         rate = done[0] / (time.perf_counter() - started)
+        figures["http_rate"] = rate
         print(
             f"throughput: {done[0]} decisions in {time.perf_counter() - started:.1f}s "
             f"with {args.clients} clients = {rate:.0f}/s"
         )
 
         # 3. the admission loop over a backlog: decisions per second of the deciding service itself
-        loop = manage(env, BACKLOG.format(backlog=args.backlog)).split()[-4:]
+        loop = manage(env, BACKLOG.format(backlog=args.backlog), tree).split()[-4:]
         print(
             f"admission loop: {args.backlog} pending in {loop[2]} cohorts, {loop[0]} admitted, "
             f"{loop[1]} still pending, in {float(loop[3]):.2f}s "
             f"= {int(loop[0]) / float(loop[3]):.0f} decisions/s"
         )
+        figures["loop_rate"] = int(loop[0]) / float(loop[3])
 
         # 4. 100 concurrent requests against room for N, several rounds
         for r in range(args.rounds):
             room = 10 + 7 * r
-            manage(env, ROOM.format(room=room))
+            manage(env, ROOM.format(room=room), tree)
             payload = {"tenant": "team-99-8", "flavor": "h100", "amount": 1}
             keys = [f"bench-round{r}-{i:03d}" for i in range(100)]
             with ThreadPoolExecutor(max_workers=100) as pool:
@@ -274,10 +345,14 @@ def main() -> None:
                 f"concurrency round {r + 1}: room {room}, 100 concurrent, "
                 f"admitted {admitted}, errors {errors}" + ("" if admitted == room else "  <-- MISMATCH")
             )
+            figures["exact"] = float(figures["exact"] and admitted == room and not errors)
     finally:
         server.terminate()
         server.wait(timeout=10)
         server_log.close()
+    figures["load"] = os.getloadavg()[0]
+    print(f"load average (1 min) {figures['load']:.1f}", flush=True)
+    return figures
 
 
 if __name__ == "__main__":

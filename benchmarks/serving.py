@@ -11,8 +11,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def start_server(
-    *, kind: str, port: int, workers: int, threads: int, env: dict[str, str], stderr: IO[Any] | int
+    *,
+    kind: str,
+    port: int,
+    workers: int,
+    threads: int,
+    env: dict[str, str],
+    stderr: IO[Any] | int,
+    tree: Path = REPO,
 ) -> subprocess.Popen[bytes]:
+    """The server, run from ``tree`` (a checkout of the code to measure; this one by default)."""
     command = (
         [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"]
         if kind == "runserver"
@@ -29,4 +37,4 @@ def start_server(
             "256",
         ]
     )
-    return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    return subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=stderr)

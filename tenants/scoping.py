@@ -122,6 +122,11 @@ def can_manage(user: User, tenant: Tenant) -> bool:
     return any(tenant.path.startswith(path) for path in admin_root_paths(user))
 
 
+def holds_role(user: User, tenant: Tenant, roles: frozenset[str]) -> bool:
+    """The user holds one of ``roles`` on ``tenant`` itself (a membership there, not above)."""
+    return any(role in roles and tenant_id == tenant.pk for role, _, tenant_id in _memberships(user))
+
+
 def can_manage_strictly_below(user: User, tenant: Tenant) -> bool:
     """True when ``tenant`` lies below (not at) a tenant the user administers: a tenant-admin may
     restructure and delete inside its subtree, but not move or delete the subtree's own top."""

@@ -27,7 +27,11 @@ class StampedCache(Generic[V]):
 
     def get(self, key: Hashable, read: Callable[[], V]) -> V:
         """The value for ``key``: cached while the stamp is unchanged, else ``read()`` and cached."""
-        stamp = self._stamp()
+        return self.get_at(self.stamp(), key, read)
+
+    def get_at(self, stamp: int | None, key: Hashable, read: Callable[[], V]) -> V:
+        """As `get`, under a ``stamp`` the caller read (`stamp`) before reading any of the values it
+        asks for under it: several lookups, one read of the stamp."""
         if stamp is not None:
             with self._lock:
                 hit = self._values.get(key)
@@ -41,7 +45,8 @@ class StampedCache(Generic[V]):
                 self._values[key] = (stamp, value)
         return value
 
-    def _stamp(self) -> int | None:
+    def stamp(self) -> int | None:
+        """The stamp now; None where nothing is cached."""
         if connection.vendor != "postgresql":
             return None
         with connection.cursor() as cursor:

@@ -22,24 +22,12 @@ from quotas.services import requests as request_services
 MAX_DURATION_SECONDS = 366 * 24 * 3600
 
 
-class TransitionListSerializer(serializers.ListSerializer[Any]):
-    """A request just submitted has its transitions in memory (``transitions_of`` in the context):
-    no read back."""
-
-    def get_attribute(self, instance: Any) -> Any:
-        known = self.context.get("transitions_of", {})
-        if instance.pk in known:
-            return known[instance.pk]
-        return super().get_attribute(instance)
-
-
 class TransitionSerializer(serializers.ModelSerializer[RequestTransition]):
     actor = serializers.CharField(source="actor.username", default=None, read_only=True)
 
     class Meta:
         model = RequestTransition
         fields = ["from_state", "to_state", "reason_code", "message", "actor", "at"]
-        list_serializer_class = TransitionListSerializer
 
 
 class CapacityRequestSerializer(StrictModelSerializer):
@@ -111,6 +99,67 @@ class CapacityRequestSerializer(StrictModelSerializer):
             if not getattr(user, "sees_all_tenants", False):
                 data["preempted_by"] = None
         return data
+
+
+# Stateless field renderers for `submitted_answer` (DRF's own, so dates and GE read the same).
+_WHEN = serializers.DateTimeField()
+_GE = serializers.DecimalField(max_digits=14, decimal_places=6)
+
+
+def _when(value: Any) -> Any:
+    return None if value is None else _WHEN.to_representation(value)
+
+
+def submitted_answer(created: CapacityRequest, transitions: list[RequestTransition]) -> dict[str, Any]:
+    """What `CapacityRequestSerializer` renders for a request just submitted, field for field, built
+    directly: the serializer's fields, built afresh for every answer, cost more than the rest of
+    rendering (tests/quotas/test_requests_api.py holds the two equal). A new request preempted
+    nobody's and was preempted by none, so ``preempted_by`` is null."""
+    return {
+        "id": str(created.pk),
+        "tenant": created.tenant_id,
+        "tenant_slug": created.tenant.slug,
+        "queue": created.queue_id,
+        "queue_name": created.queue.name,
+        "flavor": created.flavor_id,
+        "flavor_name": created.flavor.name,
+        "priority_class": created.priority_class_id,
+        "priority_class_name": created.priority_class.name,
+        "amounts": created.amounts,
+        "fallback_flavors": [str(f) for f in created.fallback_flavors],
+        "flavor_attempts": [{str(k): v for k, v in a.items()} for a in created.flavor_attempts],
+        "ge": _GE.to_representation(created.ge),
+        "duration_seconds": created.duration_seconds,
+        "reason": created.reason,
+        "state": created.state,
+        "reason_code": created.reason_code,
+        "message": created.message,
+        "queue_position": created.queue_position,
+        "cohort_position": created.cohort_position,
+        "borrowed": created.borrowed,
+        "warnings": created.warnings,
+        "approval": created.approval,
+        "approval_basis": created.approval_basis,
+        "preempted_by": None,
+        "cluster_objects": created.cluster_objects,
+        "created_by": created.created_by.username if created.created_by is not None else None,
+        "created_at": _when(created.created_at),
+        "admitted_at": _when(created.admitted_at),
+        "active_at": _when(created.active_at),
+        "expires_at": _when(created.expires_at),
+        "ended_at": _when(created.ended_at),
+        "transitions": [
+            {
+                "from_state": t.from_state,
+                "to_state": t.to_state,
+                "reason_code": t.reason_code,
+                "message": t.message,
+                "actor": t.actor.username if t.actor is not None else None,
+                "at": _when(t.at),
+            }
+            for t in transitions
+        ],
+    }
 
 
 class SubmitSerializer(StrictSerializer):
@@ -207,12 +256,8 @@ class CapacityRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, A
             return self._detail(submitted.request)
         # The new request is in memory, decided, with its tenant, queue, flavor, class and transitions.
         created = submitted.request
-        context = {
-            **self.get_serializer_context(),
-            "transitions_of": {created.pk: list(submitted.transitions)},
-        }
         return Response(
-            CapacityRequestSerializer(created, context=context).data, status=status.HTTP_201_CREATED
+            submitted_answer(created, list(submitted.transitions)), status=status.HTTP_201_CREATED
         )
 
     @extend_schema(request=None, responses=CapacityRequestSerializer)

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from gpuplatform.accounts.models import User
@@ -20,18 +19,22 @@ from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from quotas import admission as engine
 from quotas.dispatch import materialise_after_commit
 from quotas.lifecycle import ActorKind, Event, Move, move_requests
-from quotas.models import CapacityRequest, Flavor, PriorityClass, Queue, RequestTransition
+from quotas.models import CapacityRequest, Flavor, RequestTransition
 from quotas.models.requests import HOLDING, ApprovalState
 from quotas.runner.decide import decide_cohort, persist, request_ge
 from quotas.runner.inputs import cohort_root_path, micros, root_id_of, with_fallbacks
 from quotas.runner.locks import lock_cohorts, lock_flavors
-from quotas.scoping import usable_by
 from quotas.services import approval_authority
+from quotas.services.request_names import Resolved, flavor_names, resolve_names
 from tenants import scoping
-from tenants.models import Tenant, TenantState
+from tenants.models import Tenant
 
 IDEMPOTENCY_KEY = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
-REQUEST_ROLES = {"tenant-admin", "member"}
+REQUEST_ROLES = frozenset({"tenant-admin", "member"})
+
+
+def _may_request(actor: User, tenant: Tenant) -> bool:
+    return scoping.can_manage(actor, tenant) or scoping.holds_role(actor, tenant, REQUEST_ROLES)
 
 
 @dataclass(frozen=True)
@@ -50,141 +53,6 @@ def check_idempotency_key(key: str | None) -> str:
             code="idempotency_key_malformed",
         )
     return key
-
-
-def _by_id_or_name(queryset: QuerySet[Any], value: str, name_field: str) -> Any:
-    try:
-        return queryset.filter(pk=uuid.UUID(str(value))).first()
-    except ValueError:
-        return queryset.filter(**{name_field: value}).first()
-
-
-def _may_request(actor: User, tenant: Tenant) -> bool:
-    if scoping.can_manage(actor, tenant):
-        return True
-    return tenant.memberships.filter(user=actor, role__in=REQUEST_ROLES).exists()
-
-
-MAX_FLAVORS = 8
-
-
-def _flavor_names(flavor: str | None, flavors: list[str] | None) -> list[str]:
-    """The flavors a request names, in order: one (`flavor`) or an ordered list to fall back along."""
-    if flavor is not None and flavors is not None:
-        raise ValidationFailed(
-            "Give either 'flavor' or an ordered list 'flavors', not both.",
-            code="flavor_and_flavors",
-            field="flavors",
-        )
-    names = [flavor] if flavor is not None else list(flavors or [])
-    if not names:
-        raise ValidationFailed(
-            "Name a flavor, or an ordered list of flavors.", code="flavor_required", field="flavor"
-        )
-    if len(names) > MAX_FLAVORS:
-        raise ValidationFailed(
-            f"At most {MAX_FLAVORS} flavors to fall back along.", code="too_many_flavors", field="flavors"
-        )
-    return names
-
-
-def _resolve_flavors(actor: User, tenant: Tenant, names: list[str]) -> list[Flavor]:
-    """The named flavors through the scoping door, each usable by the tenant, none twice, all counting
-    the same resources (a fallback asks the same amounts of another flavor)."""
-    found: list[Flavor] = []
-    visible = Flavor.objects.visible_to(actor).select_related("tenant")
-    for name in names:
-        named = _by_id_or_name(visible, name, "name")
-        if named is None:
-            raise NotFound("No such flavor.", code="flavor_not_found", field="flavor")
-        if not usable_by(tenant.path, named.tenant.path if named.tenant else None):
-            raise ValidationFailed(
-                "This tenant may not use this flavor.", code="flavor_not_allowed", field="flavor"
-            )
-        if any(f.pk == named.pk for f in found):
-            raise ValidationFailed(
-                f"Flavor {named.name!r} is named twice.", code="flavor_repeated", field="flavors"
-            )
-        if found and sorted(named.resource_names) != sorted(found[0].resource_names):
-            raise ValidationFailed(
-                f"Flavor {named.name!r} counts {', '.join(named.resource_names)}, "
-                f"{found[0].name!r} counts {', '.join(found[0].resource_names)}: a fallback asks the same "
-                "amounts, so every flavor must count the same resources.",
-                code="flavors_incompatible",
-                field="flavors",
-            )
-        found.append(named)
-    return found
-
-
-@dataclass(frozen=True)
-class _Resolved:
-    """The rows a request names, found through the scoping door."""
-
-    tenant: Tenant
-    queue: Queue
-    flavors: list[Flavor]  # the first choice, then those to fall back to, in order
-    priority_class: PriorityClass
-
-    @property
-    def flavor(self) -> Flavor:
-        return self.flavors[0]
-
-
-def _resolve(
-    actor: User, *, tenant: str | None, queue: str | None, flavors: list[str], priority_class: str | None
-) -> _Resolved:
-    """Everything the request names, through the scoping door: what the actor cannot see is absent."""
-    found_queue = None
-    if queue is not None and tenant is None:
-        found_queue = _by_id_or_name(Queue.objects.visible_to(actor).select_related("tenant"), queue, "pk")
-        if found_queue is None:
-            raise NotFound("No such queue.", code="queue_not_found", field="queue")
-    if tenant is None and found_queue is None:
-        raise ValidationFailed("Name the tenant (or a queue by id).", code="tenant_required", field="tenant")
-    found_tenant = (
-        found_queue.tenant
-        if found_queue
-        else _by_id_or_name(Tenant.objects.visible_to(actor), str(tenant), "slug")
-    )
-    if found_tenant is None:
-        raise NotFound("No such tenant.", code="tenant_not_found", field="tenant")
-    if found_queue is None:
-        queues = Queue.objects.filter(tenant=found_tenant)
-        found_queue = _by_id_or_name(queues, queue, "name") if queue else queues.order_by("name").first()
-        if found_queue is None:
-            raise NotFound("No such queue for this tenant.", code="queue_not_found", field="queue")
-    found_flavors = _resolve_flavors(actor, found_tenant, flavors)
-    classes = PriorityClass.objects.visible_to(actor).select_related("tenant")
-    if priority_class is None:
-        usable = [
-            c
-            for c in classes.order_by("value")
-            if usable_by(found_tenant.path, c.tenant.path if c.tenant else None)
-        ]
-        if not usable:
-            raise ValidationFailed(
-                "No priority class is available.", code="priority_class_required", field="priority_class"
-            )
-        found_class = usable[0]  # the lowest usable: asking for more urgency is explicit
-    else:
-        found_class = _by_id_or_name(classes, priority_class, "name")
-        if found_class is None:
-            raise NotFound("No such priority class.", code="priority_class_not_found", field="priority_class")
-    if not usable_by(found_tenant.path, found_class.tenant.path if found_class.tenant else None):
-        raise ValidationFailed(
-            f"Tenant {found_tenant.slug!r} may not use priority class {found_class.name!r}.",
-            code="priority_class_not_allowed",
-            field="priority_class",
-        )
-    return _Resolved(
-        tenant=found_tenant, queue=found_queue, flavors=found_flavors, priority_class=found_class
-    )
-
-
-def is_suspended(tenant: Tenant) -> bool:
-    """The tenant or one of its ancestors is suspended: suspension covers the whole subtree."""
-    return Tenant.objects.filter(path__in=tenant.lineage_paths, state=TenantState.SUSPENDED).exists()
 
 
 def with_subtree_claims(
@@ -289,14 +157,14 @@ def submit_request(
         earlier = _replay(actor, key, digest)
         if earlier is not None:
             return Submitted(earlier, created=False)
-    resolved = _resolve(
+    resolved = resolve_names(
         actor,
         tenant=tenant,
         queue=queue,
-        flavors=_flavor_names(flavor, flavors),
+        flavors=flavor_names(flavor, flavors),
         priority_class=priority_class,
     )
-    _check_may_request(actor, resolved.tenant)
+    _check_may_request(actor, resolved)
     request = _new_request(
         actor,
         resolved,
@@ -324,11 +192,12 @@ def submit_request(
     )
 
 
-def _check_may_request(actor: User, tenant: Tenant) -> None:
+def _check_may_request(actor: User, resolved: Resolved) -> None:
     """Refuse a viewer, and a tenant under suspension."""
+    tenant = resolved.tenant
     if not _may_request(actor, tenant):
         raise Forbidden("Viewers may not request capacity; ask a member or tenant-admin of this tenant.")
-    if is_suspended(tenant):
+    if resolved.tenant_suspended:
         raise Conflict(
             f"Tenant {tenant.slug!r} (or a tenant above it) is suspended; it cannot request capacity.",
             code="tenant_suspended",
@@ -338,7 +207,7 @@ def _check_may_request(actor: User, tenant: Tenant) -> None:
 
 def _new_request(
     actor: User,
-    resolved: _Resolved,
+    resolved: Resolved,
     *,
     amounts: dict[str, int],
     duration_seconds: int | None,
@@ -368,7 +237,7 @@ def _new_request(
     )
 
 
-def _decide_arrival(actor: User, request: CapacityRequest, resolved: _Resolved) -> list[RequestTransition]:
+def _decide_arrival(actor: User, request: CapacityRequest, resolved: Resolved) -> list[RequestTransition]:
     """Under the cohort lock: whether it awaits approval, then admission decides it alone, inserts it
     decided, audits it and queues its cluster objects after commit. The transitions written."""
     now = request.created_at

@@ -6,10 +6,12 @@ from decimal import Decimal
 
 import pytest
 
-from quotas.models import Budget, PriorityClass, Queue, Quota
+from gpuplatform.errors import Conflict, NotFound, ValidationFailed
+from quotas.models import Budget, Flavor, PriorityClass, Queue, Quota
 from quotas.runner.catalogue import catalogue_of
 from quotas.services.requests import submit_request
 from tenants.models import Tenant
+from tests.helpers import assert_problem
 from tests.quotas.conftest import make_catalog
 
 pytestmark = pytest.mark.django_db
@@ -58,3 +60,51 @@ def test_a_raised_quota_admits_at_once(cast):
     Quota.objects.filter(pk=catalog.vision_quota.pk).update(nominal=4)
     after = submit_request(actor=cast.dana, tenant="vision", flavor="h100", amount=1).request
     assert after.state == "admitted"
+
+
+# The names a submission gives (tenant, queue, flavor, priority class) are cached under the same stamp
+# (quotas/services/request_names.py): whoever filled the cache, each requester still sees only what the
+# scoping door shows it, and a change is seen by the very next submission.
+
+
+def ask(client, tenant="vision", flavor="h100"):
+    return client.post(
+        "/api/v1/capacity-requests/", {"tenant": tenant, "flavor": flavor, "amount": 1}, format="json"
+    )
+
+
+def test_names_another_requester_cached_are_still_hidden_from_outsiders(cast, api):
+    make_catalog(cast)
+    assert ask(api(cast.alice)).status_code == 201  # vision, its queue, h100 and batch now cached
+
+    # charlie belongs nowhere, bob administers nlp only: vision does not exist for them
+    for outsider in (cast.charlie, cast.bob):
+        assert_problem(ask(api(outsider)), 404, "tenant_not_found")
+    # victor sees vision but only views it
+    assert ask(api(cast.victor)).status_code == 403
+
+
+def test_a_flavor_renamed_or_dedicated_elsewhere_is_seen_by_the_next_submission(cast):
+    catalog = make_catalog(cast)
+    submit_request(actor=cast.alice, tenant="vision", flavor="h100", amount=1)
+
+    Flavor.objects.filter(pk=catalog.flavor.pk).update(name="h100-sxm")
+    with pytest.raises(NotFound) as renamed:
+        submit_request(actor=cast.alice, tenant="vision", flavor="h100", amount=1)
+    assert renamed.value.code == "flavor_not_found"
+
+    submit_request(actor=cast.pat, tenant="vision", flavor="h100-sxm", amount=1)  # cached again
+    Flavor.objects.filter(pk=catalog.flavor.pk).update(tenant=cast.globex)
+    with pytest.raises(ValidationFailed) as dedicated:
+        submit_request(actor=cast.pat, tenant="vision", flavor="h100-sxm", amount=1)
+    assert dedicated.value.code == "flavor_not_allowed"
+
+
+def test_a_tenant_suspended_above_is_refused_at_the_next_submission(cast):
+    make_catalog(cast)
+    submit_request(actor=cast.alice, tenant="vision", flavor="h100", amount=1)
+
+    Tenant.objects.filter(pk=cast.research.pk).update(state="suspended")
+    with pytest.raises(Conflict) as refused:
+        submit_request(actor=cast.alice, tenant="vision", flavor="h100", amount=1)
+    assert refused.value.code == "tenant_suspended"
