@@ -15,6 +15,11 @@ watch resumes from the list's resourceVersion and the seconds to apply the backl
 Event to committed row: then every kind is watched while another process creates GPU pods at
 --latency-rate per second for --latency-seconds, each stamped with its write time, and polls this
 process's database for each pod's committed interval (P50/P99 of write -> row visible).
+
+With --compare-with REV, the same measurement runs alternately on the code of REV (checked out beside
+in a git worktree, its own database) and on this tree, --rounds times each, and every figure's runs,
+medians and the ratio after/before are printed with the load average at the start of each run: on a
+shared machine a ratio from alternating runs says more than either figure alone.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,8 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+HERE = Path(__file__).resolve().parent.parent
+ROOT = HERE  # the tree whose code is measured (--tree), put on sys.path in main()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuplatform.settings")
 # kubesim serves on 127.0.0.1, which the service refuses unless told (as the demo and the suite do).
 os.environ.setdefault("CLUSTER_ALLOW_LOOPBACK", "1")
@@ -47,7 +53,9 @@ def ensure_database(url: str) -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def start_kubesim(nodes: int, seed: int, kubeconfig: Path, history: int) -> subprocess.Popen[bytes]:
+def start_kubesim(
+    nodes: int, seed: int, kubeconfig: Path, history: int, tree: Path
+) -> subprocess.Popen[bytes]:
     command = [
         sys.executable,
         "-m",
@@ -64,7 +72,7 @@ def start_kubesim(nodes: int, seed: int, kubeconfig: Path, history: int) -> subp
         "--history-window",
         str(history),
     ]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 900
     while not kubeconfig.exists() or kubeconfig.stat().st_size == 0:
         if process.poll() is not None or time.monotonic() > deadline:
@@ -222,6 +230,79 @@ def drive_latency(
     Path(out).write_text(json.dumps(result))
 
 
+def _figures(result: dict[str, Any]) -> dict[str, float]:
+    """The figures compared: flat numbers, per-kind seconds as ``cold_sync_s.<kind>``."""
+    flat: dict[str, float] = {}
+    for key, value in result.items():
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int | float):
+            flat[key] = value
+        elif key == "cold_sync_s_per_kind":
+            flat.update({f"cold_sync_s.{kind}": seconds for kind, seconds in value.items()})
+    return flat
+
+
+def compare(args: argparse.Namespace, url: str) -> None:
+    old_tree = Path(tempfile.gettempdir()) / f"inventory-bench-{args.compare_with}"
+    if not old_tree.exists():
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(old_tree), args.compare_with], cwd=HERE, check=True
+        )
+    base = url.rpartition("/")[0]
+    name = url.rpartition("/")[2]
+    trees = {"before": (old_tree, f"{base}/{name}_before"), "after": (HERE, f"{base}/{name}_after")}
+    passed = [
+        f"--{flag}={value}"
+        for flag, value in (
+            ("nodes", args.nodes),
+            ("seed", args.seed),
+            ("events", args.events),
+            ("page-size", args.page_size),
+            ("latency-rate", args.latency_rate),
+            ("latency-seconds", args.latency_seconds),
+        )
+    ]
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for _ in range(args.rounds):
+        for label, (tree, database) in trees.items():
+            command = [sys.executable, str(Path(__file__).resolve()), "--tree", str(tree), "--json", *passed]
+            out = subprocess.run(
+                command,
+                env={**os.environ, "DATABASE_URL": database},
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if out.returncode != 0:
+                raise SystemExit(f"{label} failed:\n{out.stderr[-3000:]}")
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            runs[label].append(result)
+            print(f"{label}: {json.dumps(result)}", file=sys.stderr, flush=True)
+    figures = [_figures(r) for r in runs["before"] + runs["after"]]
+    summary: dict[str, Any] = {
+        "before": args.compare_with,
+        "rounds": args.rounds,
+        "load_average_start": {
+            label: [r["load_average_start"][0] for r in results] for label, results in runs.items()
+        },
+    }
+    for key in figures[0]:
+        before = [_figures(r).get(key) for r in runs["before"]]
+        after = [_figures(r).get(key) for r in runs["after"]]
+        if any(v is None for v in before + after):
+            continue
+        b, a = statistics.median(before), statistics.median(after)  # type: ignore[type-var]
+        summary[key] = {
+            "before": before,
+            "after": after,
+            "median_before": b,
+            "median_after": a,
+            "ratio_after_before": round(a / b, 3) if b else None,
+        }
+    print(json.dumps(summary, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -233,10 +314,20 @@ def main() -> None:
     parser.add_argument("--profile", help="write a cProfile of the cold sync to this file")
     parser.add_argument("--latency-rate", type=float, default=200.0, help="pods created per second")
     parser.add_argument("--latency-seconds", type=float, default=30.0)
+    parser.add_argument("--tree", help="measure the code of this checkout (default: this one)")
+    parser.add_argument("--compare-with", help="a git revision measured alternately beside this tree")
+    parser.add_argument("--rounds", type=int, default=2, help="runs of each side with --compare-with")
+    parser.add_argument("--json", action="store_true", help="print the result on one line")
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
         raise SystemExit("set DATABASE_URL to a PostgreSQL database (created when missing)")
+    if args.compare_with:
+        compare(args, url)
+        return
+    global ROOT
+    ROOT = Path(args.tree).resolve() if args.tree else HERE
+    sys.path.insert(0, str(ROOT))
     ensure_database(url)
 
     import django
@@ -254,7 +345,7 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="inventory-bench-"))
     kubeconfig = workdir / "kubeconfig"
     t0 = time.monotonic()
-    sim = start_kubesim(args.nodes, args.seed, kubeconfig, history=args.events + 10_000)
+    sim = start_kubesim(args.nodes, args.seed, kubeconfig, history=args.events + 10_000, tree=ROOT)
     kubesim_start = time.monotonic() - t0
     try:
         admin, _ = User.objects.get_or_create(
@@ -373,7 +464,7 @@ def main() -> None:
             "peak_rss_mib_end": round(peak_rss_mib()),
             "load_average_end": [round(x, 1) for x in os.getloadavg()],
         }
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     finally:
         sim.terminate()
         sim.wait(timeout=30)
