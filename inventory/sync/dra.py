@@ -32,7 +32,7 @@ from inventory.domain.mig_management import slice_has_dynamic_mig
 from inventory.domain.raw_fields import dig
 from inventory.models import DeviceClass, HolderKind, Node, ResourceClaim, ResourceSlice, ShareableUnit
 from inventory.sync.bulk import insert_rows
-from inventory.sync.context import SyncContext, content_hash, k8s_time
+from inventory.sync.context import SyncContext, content_hash, k8s_time, legacy_match
 from inventory.sync.dra_cards import mark_card_health, recount_dra_cards
 from inventory.sync.ledger import Holder, WantedRow, close_holders, open_holder_uids, reconcile_holders
 from inventory.sync.mig_management import mark_driver_managed_mig
@@ -91,6 +91,7 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
     }
     replaced: list[int] = []
     replaced_nodes: set[str] = set()
+    rehashed: list[ResourceSlice] = []
     rows: list[ResourceSlice] = []
     devices: list[tuple[DraDevice, ...]] = []
     for obj in batch:
@@ -98,6 +99,10 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
         digest = content_hash(obj.get("spec"))
         existing = stored.get(name)
         if existing is not None and existing.content_hash == digest:
+            continue
+        if existing is not None and legacy_match(existing.content_hash, obj.get("spec")):
+            existing.content_hash = digest
+            rehashed.append(existing)
             continue
         parsed = parse_resource_slice(obj=obj)
         ctx.note("resourceslices", parsed.issues, obj=name)
@@ -125,6 +130,7 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
         devices.append(parsed.devices)
         pools.add((parsed.driver, parsed.pool_name))
         changes += 1
+    ResourceSlice.objects.bulk_update(rehashed, ["content_hash"])
     if replaced:
         ResourceSlice.objects.filter(pk__in=replaced).delete()  # their devices go with them
     # Only the nodes these slices name: the whole cluster's 5,000 node ids per page was a waste.
@@ -309,6 +315,7 @@ def apply_claims(
     changes, holders, now = 0, [], timezone.now()
     creating: list[ResourceClaim] = []
     updating: list[ResourceClaim] = []
+    rehashed_claims: list[ResourceClaim] = []
     for obj, claim in pairs:
         label = f"{claim.namespace}/{claim.name}"
         ctx.note("resourceclaims", claim.issues, obj=label)
@@ -334,7 +341,15 @@ def apply_claims(
         }
         digest = content_hash(fields)
         row = existing.get(claim.uid)
-        if row is None or row.content_hash != digest or not row.present:
+        if (
+            row is not None
+            and row.present
+            and row.content_hash != digest
+            and legacy_match(row.content_hash, fields)
+        ):
+            row.content_hash = digest
+            rehashed_claims.append(row)
+        elif row is None or row.content_hash != digest or not row.present:
             fields.update(content_hash=digest, present=True, gone_at=None)
             if row is None:
                 row = ResourceClaim(cluster=ctx.cluster, uid=claim.uid, **fields)
@@ -403,6 +418,7 @@ def apply_claims(
     ResourceClaim.objects.bulk_update(
         updating, [*CLAIM_FIELDS, "content_hash", "present", "gone_at"], batch_size=1000
     )
+    ResourceClaim.objects.bulk_update(rehashed_claims, ["content_hash"], batch_size=1000)
     may_be_open = (
         ctx.stored_keys("open claims", lambda: open_holder_uids(cluster=ctx.cluster, kind=HolderKind.CLAIM))
         if listing
