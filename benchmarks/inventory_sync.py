@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import resource
+import socket
 import statistics
 import subprocess
 import sys
@@ -53,6 +54,12 @@ def ensure_database(url: str) -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def start_kubesim(
     nodes: int, seed: int, kubeconfig: Path, history: int, tree: Path
 ) -> subprocess.Popen[bytes]:
@@ -71,6 +78,8 @@ def start_kubesim(
         "--no-controllers",
         "--history-window",
         str(history),
+        "--port",
+        str(free_port()),  # not 6443: another benchmark on this machine may hold it
     ]
     process = subprocess.Popen(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 900
