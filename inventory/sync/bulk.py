@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from decimal import Decimal
 from functools import cache
@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 from django.db import connections, models, router
+from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 CREATE_BATCH = 1000
@@ -63,29 +64,29 @@ def _plain_types(field: models.Field[Any, Any]) -> tuple[type, ...] | None:
     return _PLAIN.get(type(field))
 
 
+def _auto_time(field: models.Field[Any, Any]) -> bool:
+    return bool(getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False))
+
+
 @cache
 def _preparers(model: type[models.Model]) -> tuple[Callable[[Any, Any], Any], ...]:
-    """One function per concrete field: (instance, connection) -> the value to COPY."""
+    """One function per concrete field: (value, connection) -> the value to COPY."""
 
     def preparer(field: models.Field[Any, Any]) -> Callable[[Any, Any], Any]:
-        attname = field.attname
-
-        def slow(obj: Any, connection: Any) -> Any:
-            return field.get_db_prep_save(field.pre_save(obj, True), connection)
+        def slow(value: Any, connection: Any) -> Any:
+            return field.get_db_prep_save(value, connection)
 
         if type(field) is models.JSONField and field.encoder is None:
 
-            def json_value(obj: Any, connection: Any) -> Any:
-                value = getattr(obj, attname)
-                return slow(obj, connection) if value is None else Jsonb(value, dumps=_json_dumps)
+            def json_value(value: Any, connection: Any) -> Any:
+                return slow(value, connection) if value is None else Jsonb(value, dumps=_json_dumps)
 
             return json_value
         types = _plain_types(field)
         if types is None:
             return slow
 
-        def plain(obj: Any, connection: Any) -> Any:
-            value = getattr(obj, attname)
+        def plain(value: Any, connection: Any) -> Any:
             if value is None and field.null:
                 return None
             kind = type(value)
@@ -94,7 +95,7 @@ def _preparers(model: type[models.Model]) -> tuple[Callable[[Any, Any], Any], ..
                 or (kind is datetime and value.tzinfo is None)  # Django warns and makes it aware
                 or (kind is Decimal and not value.is_finite())
             ):
-                return slow(obj, connection)
+                return slow(value, connection)
             return value
 
         return plain
@@ -102,25 +103,72 @@ def _preparers(model: type[models.Model]) -> tuple[Callable[[Any, Any], Any], ..
     return tuple(preparer(field) for field in model._meta.concrete_fields)
 
 
+def _copy(model: type[models.Model], connection: Any, rows: Iterable[list[Any]]) -> None:
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(str(field.column)) for field in model._meta.concrete_fields)
+    statement = f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN"
+    preparers = _preparers(model)
+    with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
+        for row in rows:
+            copy.write_row(
+                [prepare(value, connection) for prepare, value in zip(preparers, row, strict=True)]
+            )
+
+
+def _copies(model: type[models.Model]) -> Any:
+    """The connection to COPY into, or None where bulk_create does the work (not PostgreSQL, or a
+    primary key the database assigns)."""
+    connection = connections[router.db_for_write(model)]
+    pk = model._meta.pk
+    if connection.vendor != "postgresql" or pk is None or not pk.has_default():
+        return None
+    return connection
+
+
 def insert_rows(model: type[models.Model], objs: Sequence[Any]) -> None:
     """Insert new model instances whose primary key is set in Python (UUID defaults), like
     ``bulk_create``: no signals, no ``save()``, every concrete field written."""
     if not objs:
         return
-    alias = router.db_for_write(model)
-    connection = connections[alias]
-    meta = model._meta
-    if connection.vendor != "postgresql" or meta.pk is None or not meta.pk.has_default():
+    connection = _copies(model)
+    if connection is None:
         model._default_manager.bulk_create(objs, batch_size=CREATE_BATCH)
         return
-    fields = list(meta.concrete_fields)
-    preparers = _preparers(model)
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(str(field.column)) for field in fields)
-    statement = f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN"
-    with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
-        for obj in objs:
-            copy.write_row([prepare(obj, connection) for prepare in preparers])
+    fields = model._meta.concrete_fields
+    _copy(
+        model,
+        connection,
+        (
+            [
+                field.pre_save(obj, True) if _auto_time(field) else getattr(obj, field.attname)
+                for field in fields
+            ]
+            for obj in objs
+        ),
+    )
     for obj in objs:
         obj._state.adding = False
-        obj._state.db = alias
+        obj._state.db = connection.alias
+
+
+def insert_values(model: type[models.Model], rows: Sequence[dict[str, Any]]) -> None:
+    """``insert_rows`` from ``{attname: value}`` dicts, without building a model instance per row
+    (``Model.__init__`` was ~15 % of a cold sync for the claims, units and intervals it inserts):
+    a field left out takes its default, an ``auto_now(_add)`` one the time now. Give the primary key
+    where the caller needs it afterwards."""
+    if not rows:
+        return
+    connection = _copies(model)
+    if connection is None:
+        insert_rows(model, [model(**row) for row in rows])
+        return
+    now = timezone.now()  # what pre_save gives an auto_now(_add) field, given or not
+    fields = [(f.attname, f.get_default, _auto_time(f)) for f in model._meta.concrete_fields]
+    _copy(
+        model,
+        connection,
+        (
+            [now if auto else row[name] if name in row else default() for name, default, auto in fields]
+            for row in rows
+        ),
+    )

@@ -31,7 +31,7 @@ from inventory.domain.issues import warning
 from inventory.domain.mig_management import slice_has_dynamic_mig
 from inventory.domain.raw_fields import dig
 from inventory.models import DeviceClass, HolderKind, Node, ResourceClaim, ResourceSlice, ShareableUnit
-from inventory.sync.bulk import insert_rows
+from inventory.sync.bulk import insert_values
 from inventory.sync.context import SyncContext, content_hash, k8s_time, legacy_match
 from inventory.sync.dra_cards import mark_card_health, recount_dra_cards
 from inventory.sync.ledger import Holder, WantedRow, close_holders, open_holder_uids, reconcile_holders
@@ -146,7 +146,7 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
     # not: flipping 77,000 freshly inserted rows with an UPDATE afterwards rewrote every one of them.
     counting = _recount_pools(ctx, pools, fresh={row.pk for row in rows})
     rules = stored_rules(ctx) if rows else []
-    insert_rows(
+    insert_values(
         ShareableUnit,
         [
             _device_unit(ctx, row, nodes.get(row.node_name), device, counted=row.pk in counting, rules=rules)
@@ -169,36 +169,37 @@ def _device_unit(
     *,
     counted: bool,
     rules: list[TaintRule],
-) -> ShareableUnit:
+) -> dict[str, Any]:
+    """The device's unit row, as ``insert_values`` takes it."""
     # The slice's own taints, then those of DeviceTaintRules naming the device (one taint once).
     taints = list(device.taints)
     for taint in rule_taints(rules, driver=row.driver, pool=row.pool_name, device=device.name):
         if taint not in taints:
             taints.append(taint)
-    return ShareableUnit(
-        cluster=ctx.cluster,
-        node_id=node_id,
-        resource_slice=row,
-        key=f"dra/{row.driver}/{row.pool_name}/{device.name}@{row.name}",
-        kind="dra_device",
-        resource_name=row.driver,
-        ge_each=ge_to_decimal(device.ge, places=STORED_GE_PLACES),
-        model_key=device.model_key,
-        mig_profile=str(device.attributes.get("profile") or "") if _is_mig(device.attributes) else "",
-        placement_start=device.placement.start if device.placement else None,
-        placement_size=device.placement.size if device.placement else None,
-        device_uuid=str(device.attributes.get("uuid") or ""),
-        driver=row.driver,
-        pool_name=row.pool_name,
-        device_name=device.name,
-        attributes={k: v for k, v in device.attributes.items() if isinstance(v, str | int | bool)},
-        counted=counted,
-        taints=[taint.as_json() for taint in taints],
-        shared_capacity=shared_capacity_json(capacity=device.capacity, policies=device.request_policies)
+    return {
+        "cluster_id": ctx.cluster.pk,
+        "node_id": node_id,
+        "resource_slice_id": row.pk,
+        "key": f"dra/{row.driver}/{row.pool_name}/{device.name}@{row.name}",
+        "kind": "dra_device",
+        "resource_name": row.driver,
+        "ge_each": ge_to_decimal(device.ge, places=STORED_GE_PLACES),
+        "model_key": device.model_key,
+        "mig_profile": str(device.attributes.get("profile") or "") if _is_mig(device.attributes) else "",
+        "placement_start": device.placement.start if device.placement else None,
+        "placement_size": device.placement.size if device.placement else None,
+        "device_uuid": str(device.attributes.get("uuid") or ""),
+        "driver": row.driver,
+        "pool_name": row.pool_name,
+        "device_name": device.name,
+        "attributes": {k: v for k, v in device.attributes.items() if isinstance(v, str | int | bool)},
+        "counted": counted,
+        "taints": [taint.as_json() for taint in taints],
+        "shared_capacity": shared_capacity_json(capacity=device.capacity, policies=device.request_policies)
         if device.allow_multiple_allocations
         else {},
-        unavailable=blocking_reason(taints)[:300],
-    )
+        "unavailable": blocking_reason(taints)[:300],
+    }
 
 
 def _is_mig(attributes: Any) -> bool:
@@ -313,7 +314,7 @@ def apply_claims(
         {c.uid: c for c in ResourceClaim.objects.filter(cluster=ctx.cluster, uid__in=uids)} if uids else {}
     )
     changes, holders, now = 0, [], timezone.now()
-    creating: list[ResourceClaim] = []
+    creating: list[dict[str, Any]] = []
     updating: list[ResourceClaim] = []
     rehashed_claims: list[ResourceClaim] = []
     for obj, claim in pairs:
@@ -341,6 +342,7 @@ def apply_claims(
         }
         digest = content_hash(fields)
         row = existing.get(claim.uid)
+        claim_id = row.pk if row is not None else uuid.uuid4()
         if (
             row is not None
             and row.present
@@ -352,8 +354,7 @@ def apply_claims(
         elif row is None or row.content_hash != digest or not row.present:
             fields.update(content_hash=digest, present=True, gone_at=None)
             if row is None:
-                row = ResourceClaim(cluster=ctx.cluster, uid=claim.uid, **fields)
-                creating.append(row)
+                creating.append({"id": claim_id, "cluster_id": ctx.cluster.pk, "uid": claim.uid, **fields})
             else:
                 for name, value in fields.items():
                     setattr(row, name, value)
@@ -410,11 +411,11 @@ def apply_claims(
                 started_at=started_at,
                 ended_at=now,
                 rows=tuple(rows),
-                claim_id=row.pk,
+                claim_id=claim_id,
             )
         )
     # Claims first (bulk), so the intervals opened below can point at them.
-    insert_rows(ResourceClaim, creating)
+    insert_values(ResourceClaim, creating)
     ResourceClaim.objects.bulk_update(
         updating, [*CLAIM_FIELDS, "content_hash", "present", "gone_at"], batch_size=1000
     )
