@@ -419,7 +419,7 @@ def main() -> None:
 
             from inventory.models import SyncKind
 
-            for kind in SyncKind:
+            for kind in syncer.kinds:  # Workloads only where the cluster enforces with Kueue
                 if kind != SyncKind.PODS:
                     syncer._start_reader(kind)
             templates = list(
