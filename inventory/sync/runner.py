@@ -12,9 +12,9 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
@@ -30,6 +30,7 @@ from inventory.sync.handlers import ListState, apply_deletes, apply_upserts, fin
 from inventory.sync.heartbeats import beat_after_batch
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Workloads last: they point at namespaces and queues, nothing points at them.
 KIND_ORDER = [kind.value for kind in SyncKind if kind != SyncKind.WORKLOADS]
@@ -64,6 +65,52 @@ def _page_commit_without_flush() -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+_END = object()
+
+
+def read_ahead(items: Iterator[T], *, name: str) -> Iterator[T]:
+    """``items``, each read by a thread while the caller works on the one before.
+
+    A list page's request, kubesim's or the API server's answer and its decoding then overlap the
+    previous page's writes, where the sync process only waits for PostgreSQL. One page is read
+    ahead, no more (memory). What reading raises is raised here, in the caller's thread; a caller
+    that stops early (a page failed to apply) stops the reader too. Nothing else changes: pages are
+    applied in order by the one writer, and a list is still one list (limit/continue)."""
+    slot: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue(maxsize=1)
+    stopped = threading.Event()
+
+    def hand_over(item: Any, error: BaseException | None = None) -> bool:
+        while not stopped.is_set():
+            try:
+                slot.put((item, error), timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for item in items:
+                if not hand_over(item):
+                    return
+            hand_over(_END)
+        except BaseException as exc:  # handed to the caller, raised there
+            hand_over(_END, exc)
+
+    thread = threading.Thread(target=read, name=name, daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = slot.get()
+            if error is not None:
+                raise error
+            if item is _END:
+                return
+            yield item
+    finally:
+        stopped.set()  # the reader ends after the request it may be in (not joined: up to its timeout)
 
 
 @dataclass(frozen=True)
@@ -111,7 +158,8 @@ class ClusterSync:
         state, changes, started = ListState(), 0, time.monotonic()
         self.ctx.reset_lookups()
         version = ""
-        for page in kube.list_pages(self.api, kind=kind, page_size=self.page_size):
+        pages = kube.list_pages(self.api, kind=kind, page_size=self.page_size)
+        for page in read_ahead(pages, name=f"inventory-list-{self.cluster.name}-{kind}"):
             with transaction.atomic():
                 _page_commit_without_flush()
                 changes += apply_upserts(self.ctx, kind, page.items, listing=True)
