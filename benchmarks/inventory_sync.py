@@ -45,11 +45,20 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuplatform.settings")
 os.environ.setdefault("CLUSTER_ALLOW_LOOPBACK", "1")
 
 
-def ensure_database(url: str) -> None:
+def ensure_database(url: str, *, fresh: bool = False) -> None:
+    """Create the database when missing; with ``fresh``, drop it first.
+
+    Why fresh: deleting the last run's cluster and vacuuming left the inventory tables empty *and*
+    vacuumed (pg_class says 0 rows), so the sync's connection planned PostgreSQL's foreign-key
+    checks as sequential scans of tables that then grew to 100,000 rows: each page's COMMIT took
+    seconds and the 5,000-node claims list 150-250 s, in the old code and the new alike. A new
+    database's tables have never been vacuumed, and the planner takes them as unknown, not empty."""
     import psycopg
 
     base, _, name = url.rpartition("/")
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        if fresh:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
             conn.execute(f'CREATE DATABASE "{name}"')
 
@@ -276,6 +285,8 @@ def compare(args: argparse.Namespace, url: str) -> None:
     for _ in range(args.rounds):
         for label, (tree, database) in trees.items():
             command = [sys.executable, str(Path(__file__).resolve()), "--tree", str(tree), "--json", *passed]
+            if not args.fresh_database:
+                command.append("--reuse-database")
             out = subprocess.run(
                 command,
                 env={**os.environ, "DATABASE_URL": database},
@@ -327,6 +338,12 @@ def main() -> None:
     parser.add_argument("--compare-with", help="a git revision measured alternately beside this tree")
     parser.add_argument("--rounds", type=int, default=2, help="runs of each side with --compare-with")
     parser.add_argument("--json", action="store_true", help="print the result on one line")
+    parser.add_argument(
+        "--reuse-database",
+        dest="fresh_database",
+        action="store_false",
+        help="keep the database between runs (delete the last cluster and vacuum) instead of a new one",
+    )
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
@@ -337,7 +354,7 @@ def main() -> None:
     global ROOT
     ROOT = Path(args.tree).resolve() if args.tree else HERE
     sys.path.insert(0, str(ROOT))
-    ensure_database(url)
+    ensure_database(url, fresh=args.fresh_database)
 
     import django
 
@@ -364,14 +381,15 @@ def main() -> None:
         if old is not None:
             Allocation.objects.filter(cluster=old).delete()
             old.delete()
-        # The server runs with autovacuum off: without this, each run's index lookups wade through
-        # the dead rows of every earlier run (same seed, same uids) and the figure drifts upward.
-        from django.apps import apps
-        from django.db import connection
+        if not args.fresh_database:
+            # The server runs with autovacuum off: without this, each run's index lookups wade
+            # through the dead rows of every earlier run (same seed, same uids).
+            from django.apps import apps
+            from django.db import connection
 
-        with connection.cursor() as cursor:
-            for model in apps.get_app_config("inventory").get_models():
-                cursor.execute(f'VACUUM ANALYZE "{model._meta.db_table}"')
+            with connection.cursor() as cursor:
+                for model in apps.get_app_config("inventory").get_models():
+                    cursor.execute(f'VACUUM ANALYZE "{model._meta.db_table}"')
         cluster = create_cluster(actor=admin, name="bench", kubeconfig=kubeconfig.read_text())
         rss_before = peak_rss_mib()
         load_start = [round(x, 1) for x in os.getloadavg()]
