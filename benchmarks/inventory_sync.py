@@ -15,6 +15,11 @@ watch resumes from the list's resourceVersion and the seconds to apply the backl
 Event to committed row: then every kind is watched while another process creates GPU pods at
 --latency-rate per second for --latency-seconds, each stamped with its write time, and polls this
 process's database for each pod's committed interval (P50/P99 of write -> row visible).
+
+With --compare-with REV, the same measurement runs alternately on the code of REV (checked out beside
+in a git worktree, its own database) and on this tree, --rounds times each, and every figure's runs,
+medians and the ratio after/before are printed with the load average at the start of each run: on a
+shared machine a ratio from alternating runs says more than either figure alone.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import argparse
 import json
 import os
 import resource
+import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,23 +38,40 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+HERE = Path(__file__).resolve().parent.parent
+ROOT = HERE  # the tree whose code is measured (--tree), put on sys.path in main()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuplatform.settings")
 # kubesim serves on 127.0.0.1, which the service refuses unless told (as the demo and the suite do).
 os.environ.setdefault("CLUSTER_ALLOW_LOOPBACK", "1")
 
 
-def ensure_database(url: str) -> None:
+def ensure_database(url: str, *, fresh: bool = False) -> None:
+    """Create the database when missing; with ``fresh``, drop it first.
+
+    Why fresh: deleting the last run's cluster and vacuuming left the inventory tables empty *and*
+    vacuumed (pg_class says 0 rows), so the sync's connection planned PostgreSQL's foreign-key
+    checks as sequential scans of tables that then grew to 100,000 rows: each page's COMMIT took
+    seconds and the 5,000-node claims list 150-250 s, in the old code and the new alike. A new
+    database's tables have never been vacuumed, and the planner takes them as unknown, not empty."""
     import psycopg
 
     base, _, name = url.rpartition("/")
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        if fresh:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def start_kubesim(nodes: int, seed: int, kubeconfig: Path, history: int) -> subprocess.Popen[bytes]:
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_kubesim(
+    nodes: int, seed: int, kubeconfig: Path, history: int, tree: Path
+) -> subprocess.Popen[bytes]:
     command = [
         sys.executable,
         "-m",
@@ -63,8 +87,10 @@ def start_kubesim(nodes: int, seed: int, kubeconfig: Path, history: int) -> subp
         "--no-controllers",
         "--history-window",
         str(history),
+        "--port",
+        str(free_port()),  # not 6443: another benchmark on this machine may hold it
     ]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 900
     while not kubeconfig.exists() or kubeconfig.stat().st_size == 0:
         if process.poll() is not None or time.monotonic() > deadline:
@@ -222,6 +248,81 @@ def drive_latency(
     Path(out).write_text(json.dumps(result))
 
 
+def _figures(result: dict[str, Any]) -> dict[str, float]:
+    """The figures compared: flat numbers, per-kind seconds as ``cold_sync_s.<kind>``."""
+    flat: dict[str, float] = {}
+    for key, value in result.items():
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int | float):
+            flat[key] = value
+        elif key == "cold_sync_s_per_kind":
+            flat.update({f"cold_sync_s.{kind}": seconds for kind, seconds in value.items()})
+    return flat
+
+
+def compare(args: argparse.Namespace, url: str) -> None:
+    old_tree = Path(tempfile.gettempdir()) / f"inventory-bench-{args.compare_with}"
+    if not old_tree.exists():
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(old_tree), args.compare_with], cwd=HERE, check=True
+        )
+    base = url.rpartition("/")[0]
+    name = url.rpartition("/")[2]
+    trees = {"before": (old_tree, f"{base}/{name}_before"), "after": (HERE, f"{base}/{name}_after")}
+    passed = [
+        f"--{flag}={value}"
+        for flag, value in (
+            ("nodes", args.nodes),
+            ("seed", args.seed),
+            ("events", args.events),
+            ("page-size", args.page_size),
+            ("latency-rate", args.latency_rate),
+            ("latency-seconds", args.latency_seconds),
+        )
+    ]
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for _ in range(args.rounds):
+        for label, (tree, database) in trees.items():
+            command = [sys.executable, str(Path(__file__).resolve()), "--tree", str(tree), "--json", *passed]
+            if not args.fresh_database:
+                command.append("--reuse-database")
+            out = subprocess.run(
+                command,
+                env={**os.environ, "DATABASE_URL": database},
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if out.returncode != 0:
+                raise SystemExit(f"{label} failed:\n{out.stderr[-3000:]}")
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            runs[label].append(result)
+            print(f"{label}: {json.dumps(result)}", file=sys.stderr, flush=True)
+    figures = [_figures(r) for r in runs["before"] + runs["after"]]
+    summary: dict[str, Any] = {
+        "before": args.compare_with,
+        "rounds": args.rounds,
+        "load_average_start": {
+            label: [r["load_average_start"][0] for r in results] for label, results in runs.items()
+        },
+    }
+    for key in figures[0]:
+        before = [_figures(r).get(key) for r in runs["before"]]
+        after = [_figures(r).get(key) for r in runs["after"]]
+        if any(v is None for v in before + after):
+            continue
+        b, a = statistics.median(before), statistics.median(after)  # type: ignore[type-var]
+        summary[key] = {
+            "before": before,
+            "after": after,
+            "median_before": b,
+            "median_after": a,
+            "ratio_after_before": round(a / b, 3) if b else None,
+        }
+    print(json.dumps(summary, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -233,11 +334,27 @@ def main() -> None:
     parser.add_argument("--profile", help="write a cProfile of the cold sync to this file")
     parser.add_argument("--latency-rate", type=float, default=200.0, help="pods created per second")
     parser.add_argument("--latency-seconds", type=float, default=30.0)
+    parser.add_argument("--tree", help="measure the code of this checkout (default: this one)")
+    parser.add_argument("--compare-with", help="a git revision measured alternately beside this tree")
+    parser.add_argument("--rounds", type=int, default=2, help="runs of each side with --compare-with")
+    parser.add_argument("--json", action="store_true", help="print the result on one line")
+    parser.add_argument(
+        "--reuse-database",
+        dest="fresh_database",
+        action="store_false",
+        help="keep the database between runs (delete the last cluster and vacuum) instead of a new one",
+    )
     args = parser.parse_args()
     url = os.environ.get("DATABASE_URL", "")
     if not url.startswith("postgres"):
         raise SystemExit("set DATABASE_URL to a PostgreSQL database (created when missing)")
-    ensure_database(url)
+    if args.compare_with:
+        compare(args, url)
+        return
+    global ROOT
+    ROOT = Path(args.tree).resolve() if args.tree else HERE
+    sys.path.insert(0, str(ROOT))
+    ensure_database(url, fresh=args.fresh_database)
 
     import django
 
@@ -254,7 +371,7 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="inventory-bench-"))
     kubeconfig = workdir / "kubeconfig"
     t0 = time.monotonic()
-    sim = start_kubesim(args.nodes, args.seed, kubeconfig, history=args.events + 10_000)
+    sim = start_kubesim(args.nodes, args.seed, kubeconfig, history=args.events + 10_000, tree=ROOT)
     kubesim_start = time.monotonic() - t0
     try:
         admin, _ = User.objects.get_or_create(
@@ -264,19 +381,20 @@ def main() -> None:
         if old is not None:
             Allocation.objects.filter(cluster=old).delete()
             old.delete()
-        # The server runs with autovacuum off: without this, each run's index lookups wade through
-        # the dead rows of every earlier run (same seed, same uids) and the figure drifts upward.
-        from django.apps import apps
-        from django.db import connection
+        if not args.fresh_database:
+            # The server runs with autovacuum off: without this, each run's index lookups wade
+            # through the dead rows of every earlier run (same seed, same uids).
+            from django.apps import apps
+            from django.db import connection
 
-        with connection.cursor() as cursor:
-            for model in apps.get_app_config("inventory").get_models():
-                cursor.execute(f'VACUUM ANALYZE "{model._meta.db_table}"')
+            with connection.cursor() as cursor:
+                for model in apps.get_app_config("inventory").get_models():
+                    cursor.execute(f'VACUUM ANALYZE "{model._meta.db_table}"')
         cluster = create_cluster(actor=admin, name="bench", kubeconfig=kubeconfig.read_text())
         rss_before = peak_rss_mib()
         load_start = [round(x, 1) for x in os.getloadavg()]
 
-        started = time.monotonic()
+        started, cpu_started = time.monotonic(), time.process_time()
         syncer = ClusterSync(cluster, page_size=args.page_size)
         if args.profile:
             import cProfile
@@ -286,7 +404,7 @@ def main() -> None:
             profiler.dump_stats(args.profile)
         else:
             report = syncer.full_sync()
-        cold = time.monotonic() - started
+        cold, cold_cpu = time.monotonic() - started, time.process_time() - cpu_started
         per_kind = dict(syncer.timings)
         rss_cold = peak_rss_mib()
 
@@ -319,7 +437,7 @@ def main() -> None:
 
             from inventory.models import SyncKind
 
-            for kind in SyncKind:
+            for kind in syncer.kinds:  # Workloads only where the cluster enforces with Kueue
                 if kind != SyncKind.PODS:
                     syncer._start_reader(kind)
             templates = list(
@@ -361,6 +479,9 @@ def main() -> None:
             "kubesim_start_s": round(kubesim_start, 1),
             "load_average_start": load_start,
             "cold_sync_s": round(cold, 1),
+            # CPU seconds of this process alone (the sync's Python; not PostgreSQL's or kubesim's):
+            # less at the mercy of the machine's load than the wall-clock figure.
+            "cold_sync_cpu_s": round(cold_cpu, 1),
             "cold_sync_s_per_kind": {kind: round(seconds, 1) for kind, seconds in per_kind.items()},
             "peak_rss_mib_before_sync": round(rss_before),
             "peak_rss_mib": round(rss_cold),
@@ -373,7 +494,7 @@ def main() -> None:
             "peak_rss_mib_end": round(peak_rss_mib()),
             "load_average_end": [round(x, 1) for x in os.getloadavg()],
         }
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     finally:
         sim.terminate()
         sim.wait(timeout=30)

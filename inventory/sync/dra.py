@@ -34,8 +34,8 @@ from inventory.domain.issues import ParseIssue, warning
 from inventory.domain.mig_management import slice_has_dynamic_mig
 from inventory.domain.raw_fields import dig
 from inventory.models import DeviceClass, HolderKind, Node, ResourceClaim, ResourceSlice, ShareableUnit
-from inventory.sync.bulk import insert_rows
-from inventory.sync.context import SyncContext, UnitRef, content_hash, k8s_time
+from inventory.sync.bulk import insert_values
+from inventory.sync.context import SyncContext, UnitRef, content_hash, k8s_time, legacy_match
 from inventory.sync.dra_cards import mark_card_health, recount_dra_cards
 from inventory.sync.ledger import Holder, WantedRow, close_holders, open_holder_uids, reconcile_holders
 from inventory.sync.mig_management import mark_driver_managed_mig
@@ -94,6 +94,7 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
     }
     replaced: list[int] = []
     replaced_nodes: set[str] = set()
+    rehashed: list[ResourceSlice] = []
     rows: list[ResourceSlice] = []
     devices: list[tuple[DraDevice, ...]] = []
     for obj in batch:
@@ -101,6 +102,10 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
         digest = content_hash(obj.get("spec"))
         existing = stored.get(name)
         if existing is not None and existing.content_hash == digest:
+            continue
+        if existing is not None and legacy_match(existing.content_hash, obj.get("spec")):
+            existing.content_hash = digest
+            rehashed.append(existing)
             continue
         parsed = parse_resource_slice(obj=obj)
         ctx.note("resourceslices", parsed.issues, obj=name)
@@ -128,6 +133,7 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
         devices.append(parsed.devices)
         pools.add((parsed.driver, parsed.pool_name))
         changes += 1
+    ResourceSlice.objects.bulk_update(rehashed, ["content_hash"])
     if replaced:
         ResourceSlice.objects.filter(pk__in=replaced).delete()  # their devices go with them
     # Only the nodes these slices name: the whole cluster's 5,000 node ids per page was a waste.
@@ -143,7 +149,7 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
     # not: flipping 77,000 freshly inserted rows with an UPDATE afterwards rewrote every one of them.
     counting = _recount_pools(ctx, pools, fresh={row.pk for row in rows})
     rules = stored_rules(ctx) if rows else []
-    insert_rows(
+    insert_values(
         ShareableUnit,
         [
             _device_unit(ctx, row, nodes.get(row.node_name), device, counted=row.pk in counting, rules=rules)
@@ -166,37 +172,38 @@ def _device_unit(
     *,
     counted: bool,
     rules: list[TaintRule],
-) -> ShareableUnit:
+) -> dict[str, Any]:
+    """The device's unit row, as ``insert_values`` takes it."""
     # The slice's own taints, then those of DeviceTaintRules naming the device (one taint once).
     taints = list(device.taints)
     for taint in rule_taints(rules, driver=row.driver, pool=row.pool_name, device=device.name):
         if taint not in taints:
             taints.append(taint)
-    return ShareableUnit(
-        cluster=ctx.cluster,
-        node_id=node_id,
-        resource_slice=row,
-        key=f"dra/{row.driver}/{row.pool_name}/{device.name}@{row.name}",
-        kind="dra_device",
-        resource_name=row.driver,
-        ge_each=ge_to_decimal(device.ge, places=STORED_GE_PLACES),
-        model_key=device.model_key,
-        mig_profile=str(device.attributes.get("profile") or "") if _is_mig(device.attributes) else "",
-        placement_start=device.placement.start if device.placement else None,
-        placement_size=device.placement.size if device.placement else None,
-        device_uuid=str(device.attributes.get("uuid") or ""),
-        driver=row.driver,
-        pool_name=row.pool_name,
-        device_name=device.name,
-        attributes={k: v for k, v in device.attributes.items() if isinstance(v, str | int | bool)},
-        counted=counted,
-        taints=[taint.as_json() for taint in taints],
-        shared_capacity=shared_capacity_json(capacity=device.capacity, policies=device.request_policies)
+    return {
+        "cluster_id": ctx.cluster.pk,
+        "node_id": node_id,
+        "resource_slice_id": row.pk,
+        "key": f"dra/{row.driver}/{row.pool_name}/{device.name}@{row.name}",
+        "kind": "dra_device",
+        "resource_name": row.driver,
+        "ge_each": ge_to_decimal(device.ge, places=STORED_GE_PLACES),
+        "model_key": device.model_key,
+        "mig_profile": str(device.attributes.get("profile") or "") if _is_mig(device.attributes) else "",
+        "placement_start": device.placement.start if device.placement else None,
+        "placement_size": device.placement.size if device.placement else None,
+        "device_uuid": str(device.attributes.get("uuid") or ""),
+        "driver": row.driver,
+        "pool_name": row.pool_name,
+        "device_name": device.name,
+        "attributes": {k: v for k, v in device.attributes.items() if isinstance(v, str | int | bool)},
+        "counted": counted,
+        "taints": [taint.as_json() for taint in taints],
+        "shared_capacity": shared_capacity_json(capacity=device.capacity, policies=device.request_policies)
         if device.allow_multiple_allocations
         else {},
-        unavailable=blocking_reason(taints)[:300],
-        binds_to_node=device.binds_to_node,
-    )
+        "unavailable": blocking_reason(taints)[:300],
+        "binds_to_node": device.binds_to_node,
+    }
 
 
 def _is_mig(attributes: Any) -> bool:
@@ -311,10 +318,11 @@ def apply_claims(
         {c.uid: c for c in ResourceClaim.objects.filter(cluster=ctx.cluster, uid__in=uids)} if uids else {}
     )
     changes, holders, now = 0, [], timezone.now()
-    creating: list[ResourceClaim] = []
+    creating: list[dict[str, Any]] = []
     updating: list[ResourceClaim] = []
     # DeviceClass -> what its devices can give, read once and only for a pending claim asking capacity
     offers: dict[str, list[CapacityOffer]] | None = None
+    rehashed_claims: list[ResourceClaim] = []
     for obj, claim in pairs:
         label = f"{claim.namespace}/{claim.name}"
         if not claim.uid or not claim.namespace:
@@ -339,6 +347,7 @@ def apply_claims(
         }
         digest = content_hash(fields)
         row = existing.get(claim.uid)
+        claim_id = row.pk if row is not None else uuid.uuid4()
         # What reading the claim found is kept on its row with the rest, so a resync counts none again.
         found: list[ParseIssue] = list(claim.issues)
         if not claim.allocated and _asks_capacity(claim):
@@ -346,11 +355,17 @@ def apply_claims(
                 offers = _capacity_offers(ctx, devices)
             found.extend(unmet_capacity_issues(claim=claim, offers=offers))
         written = row is None or row.content_hash != digest or not row.present
-        if written:
+        new: dict[str, Any] | None = None
+        if row is not None and written and row.present and legacy_match(row.content_hash, fields):
+            # The same content under the digest of before: re-stamped, not a change of the claim.
+            row.content_hash = digest
+            rehashed_claims.append(row)
+            written = False
+        elif written:
             fields.update(content_hash=digest, present=True, gone_at=None)
             if row is None:
-                row = ResourceClaim(cluster=ctx.cluster, uid=claim.uid, **fields)
-                creating.append(row)
+                new = {"id": claim_id, "cluster_id": ctx.cluster.pk, "uid": claim.uid, **fields}
+                creating.append(new)
             else:
                 for name, value in fields.items():
                     setattr(row, name, value)
@@ -399,9 +414,13 @@ def apply_claims(
                     details={"started_from": started_from},
                 )
             )
-        assert row is not None
-        if _keep_issues(ctx, row, found, label=label) and not written:
-            updating.append(row)  # only what is wrong with it changed: stored, not a change of the claim
+        issues = _keep_issues(ctx, row.issues if row is not None else [], found, label=label)
+        if new is not None:
+            new["issues"] = issues if issues is not None else []
+        elif row is not None and issues is not None:
+            row.issues = issues
+            if not written:
+                updating.append(row)  # only what is wrong with it changed: stored, not a change of the claim
         holders.append(
             Holder(
                 kind=HolderKind.CLAIM,
@@ -412,14 +431,15 @@ def apply_claims(
                 started_at=started_at,
                 ended_at=now,
                 rows=tuple(rows),
-                claim_id=row.pk,
+                claim_id=claim_id,
             )
         )
     # Claims first (bulk), so the intervals opened below can point at them.
-    insert_rows(ResourceClaim, creating)
+    insert_values(ResourceClaim, creating)
     ResourceClaim.objects.bulk_update(
         updating, [*CLAIM_FIELDS, "issues", "content_hash", "present", "gone_at"], batch_size=1000
     )
+    ResourceClaim.objects.bulk_update(rehashed_claims, ["content_hash"], batch_size=1000)
     may_be_open = (
         ctx.stored_keys("open claims", lambda: open_holder_uids(cluster=ctx.cluster, kind=HolderKind.CLAIM))
         if listing
@@ -483,18 +503,17 @@ def _capacity_offers(
     return {name: by_driver.get(driver, []) for name, driver in drivers.items()}
 
 
-def _keep_issues(ctx: SyncContext, row: ResourceClaim, found: list[ParseIssue], *, label: str) -> bool:
-    """Store what is wrong with the claim now on its row and count only what was not stored already,
-    so a resync finding the same again adds nothing; True when the row's issues changed."""
-    stored = row.issues or []
+def _keep_issues(
+    ctx: SyncContext, stored: list[dict[str, str]] | None, found: list[ParseIssue], *, label: str
+) -> list[dict[str, str]] | None:
+    """What is wrong with the claim now, to store on its row, counting only what was not stored already
+    (so a resync finding the same again adds nothing); None when the stored issues stay as they are."""
+    stored = stored or []
     rows = [
         {"severity": str(i.severity), "code": i.code, "message": i.message, "source": i.source} for i in found
     ]
     ctx.note("resourceclaims", [i for i, r in zip(found, rows, strict=True) if r not in stored], obj=label)
-    if rows == stored:
-        return False
-    row.issues = rows
-    return True
+    return None if rows == stored else rows
 
 
 def _result_json(result: Any, statuses: Any) -> dict[str, str]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from inventory.changed_hours import mark_changed_hours
 from inventory.models import Allocation, Cluster
-from inventory.sync.bulk import insert_rows
+from inventory.sync.bulk import insert_values
 
 CHUNK = 2000
 
@@ -74,35 +74,36 @@ def reconcile_holders(
         row.ended_at = max(by_uid[row.holder_uid].ended_at, row.started_at)
         row.end_reason = reason
     Allocation.objects.bulk_update(closing, ["ended_at", "end_reason"], batch_size=CHUNK)
-    opening = [
-        Allocation(
-            cluster=cluster,
-            tenant_id=holder.tenant_id,
-            namespace=holder.namespace,
-            holder_kind=holder.kind,
-            holder_name=holder.name,
-            holder_uid=holder.uid,
-            unit_key=row.unit_key,
-            resource_name=row.resource_name,
-            count=row.count,
-            ge=row.ge,
-            model_key=row.model_key,
-            details=row.details,
-            node_name=row.node_name,
-            node_id=row.node_id,
-            pool_id=row.pool_id,
-            gpu_id=row.gpu_id,
-            unit_id=row.unit_id,
-            claim_id=holder.claim_id,
-            started_at=holder.started_at,
-        )
+    opening: list[dict[str, Any]] = [
+        {
+            "cluster_id": cluster.pk,
+            "tenant_id": holder.tenant_id,
+            "namespace": holder.namespace,
+            "holder_kind": holder.kind,
+            "holder_name": holder.name,
+            "holder_uid": holder.uid,
+            "unit_key": row.unit_key,
+            "resource_name": row.resource_name,
+            "count": row.count,
+            "ge": row.ge,
+            "model_key": row.model_key,
+            "details": row.details,
+            "node_name": row.node_name,
+            "node_id": row.node_id,
+            "pool_id": row.pool_id,
+            "gpu_id": row.gpu_id,
+            "unit_id": row.unit_id,
+            "claim_id": holder.claim_id,
+            "started_at": holder.started_at,
+        }
         for key, (holder, row) in wanted.items()
         if key not in open_rows
     ]
-    insert_rows(Allocation, opening)
+    insert_values(Allocation, opening)
     mark_changed_hours(
         cluster_id=cluster.pk,
-        times=[row.ended_at for row in closing if row.ended_at] + [row.started_at for row in opening],
+        times=[row.ended_at for row in closing if row.ended_at]
+        + [holder.started_at for key, (holder, _) in wanted.items() if key not in open_rows],
     )
     return len(closing) + len(opening)
 

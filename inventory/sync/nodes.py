@@ -19,7 +19,7 @@ from inventory.domain.node_topology import parse_node_topology
 from inventory.domain.raw_fields import as_list, as_map, dig
 from inventory.models import Gpu, Node, ShareableUnit
 from inventory.sync.bulk import insert_rows
-from inventory.sync.context import SyncContext, content_hash
+from inventory.sync.context import SyncContext, content_hash, legacy_match
 from inventory.sync.dra_cards import DRA_SOURCE, recount_dra_cards
 from inventory.sync.mig_management import mark_driver_managed_mig
 
@@ -33,10 +33,10 @@ def base_product(label: str | None) -> str:
     return product.split("-MIG-")[0]
 
 
-def _hash(obj: dict[str, Any]) -> str:
+def _hash_parts(obj: dict[str, Any]) -> tuple[Any, ...]:
     metadata, status = as_map(obj.get("metadata")), as_map(obj.get("status"))
     conditions = {c.get("type"): c.get("status") for c in map(as_map, as_list(status.get("conditions")))}
-    return content_hash(
+    return (
         metadata.get("labels"),
         metadata.get("annotations"),
         dig(obj, "spec", "unschedulable"),
@@ -127,13 +127,19 @@ def apply_nodes(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
             "pk", "name", "content_hash", "present", "gpu_count", "card_basis", "card_source"
         )
     }
-    changed = []
+    changed, rehashed = [], []
     for name, obj in incoming.items():
-        digest = _hash(obj)
+        parts = _hash_parts(obj)
+        digest = content_hash(*parts)
         node = existing.get(name)
-        if node is not None and node.content_hash == digest and node.present:
+        if node is not None and node.present and node.content_hash == digest:
+            continue
+        if node is not None and node.present and legacy_match(node.content_hash, *parts):
+            node.content_hash = digest
+            rehashed.append(node)
             continue
         changed.append(_prepare_node(ctx, obj, name, digest, node))
+    Node.objects.bulk_update(rehashed, ["content_hash"], batch_size=UPDATE_BATCH)
     if changed:
         insert_rows(Node, [c.row for c in changed if c.new])
         Node.objects.bulk_update([c.row for c in changed if not c.new], NODE_FIELDS, batch_size=UPDATE_BATCH)

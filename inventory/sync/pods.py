@@ -68,18 +68,24 @@ def _times(pod: dict[str, Any]) -> tuple[datetime, datetime]:
     return started, ended
 
 
-def _holder(ctx: SyncContext, pod: dict[str, Any], units: dict[str, list[UnitRef]]) -> Holder | None:
+def _holder(
+    ctx: SyncContext, pod: dict[str, Any], units: dict[str, list[UnitRef]], may_be_open: set[str] | None
+) -> Holder | None:
     metadata = as_map(pod.get("metadata"))
     uid, name, namespace = metadata.get("uid"), metadata.get("name"), metadata.get("namespace")
     if not (isinstance(uid, str) and uid and isinstance(name, str) and isinstance(namespace, str)):
         ctx.note(KIND, [warning("pod.missing_identity", "pod without uid, name or namespace")], obj=str(name))
         return None
-    started, ended = _times(pod)
     node_name = dig(pod, "spec", "nodeName")
     holding = isinstance(node_name, str) and node_name and dig(pod, "status", "phase") not in FINISHED
     rows: list[WantedRow] = []
     if holding:
         rows = _rows(ctx, pod, f"{namespace}/{name}", str(node_name), units)
+    if not rows and may_be_open is not None and uid not in may_be_open:
+        # Holds nothing and has no open interval: nothing to open or close. Most pods of a list
+        # (daemons, CPU work), whose times were read for nothing.
+        return None
+    started, ended = _times(pod)
     return Holder(
         kind=HolderKind.POD,
         uid=uid,
@@ -162,24 +168,25 @@ def _row(
 def apply_pods(
     ctx: SyncContext, objects: Iterable[dict[str, Any]], *, reason: str, listing: bool = False
 ) -> tuple[int, set[str]]:
-    """Open and close the intervals of these pods; returns (changes, uids seen)."""
+    """Open and close the intervals of these pods; returns (changes, uids of the pods that hold or held
+    something: on a list, one that holds nothing and has nothing open is passed over)."""
     pods = list(objects)
     nodes = {str(dig(p, "spec", "nodeName")) for p in pods if dig(p, "spec", "nodeName")}
     units = ctx.node_units(nodes) if nodes else {}
-    holders = []
-    for pod in pods:
-        try:
-            holder = _holder(ctx, pod, units)
-        except (TypeError, ValueError, AttributeError, KeyError) as exc:
-            ctx.note(KIND, [warning("pod.unreadable", str(exc)[:200])], obj=str(dig(pod, "metadata", "name")))
-            continue
-        if holder is not None:
-            holders.append(holder)
     may_be_open = (
         ctx.stored_keys("open pods", lambda: open_holder_uids(cluster=ctx.cluster, kind=HolderKind.POD))
         if listing
         else None
     )
+    holders = []
+    for pod in pods:
+        try:
+            holder = _holder(ctx, pod, units, may_be_open)
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            ctx.note(KIND, [warning("pod.unreadable", str(exc)[:200])], obj=str(dig(pod, "metadata", "name")))
+            continue
+        if holder is not None:
+            holders.append(holder)
     changes = reconcile_holders(cluster=ctx.cluster, holders=holders, reason=reason, may_be_open=may_be_open)
     return changes, {h.uid for h in holders}
 

@@ -12,9 +12,9 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
@@ -30,6 +30,7 @@ from inventory.sync.handlers import ListState, apply_deletes, apply_upserts, fin
 from inventory.sync.heartbeats import beat_after_batch
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Workloads last: they point at namespaces and queues, nothing points at them.
 KIND_ORDER = [kind.value for kind in SyncKind if kind != SyncKind.WORKLOADS]
@@ -45,6 +46,7 @@ def kinds_for(cluster: Cluster) -> list[str]:
 
 BATCH_EVENTS = 1000
 BATCH_SECONDS = 0.25
+BATCH_LINGER_SECONDS = 0.05
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 30.0
 
 
@@ -63,6 +65,52 @@ def _page_commit_without_flush() -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
+_END = object()
+
+
+def read_ahead(items: Iterator[T], *, name: str) -> Iterator[T]:
+    """``items``, each read by a thread while the caller works on the one before.
+
+    A list page's request, kubesim's or the API server's answer and its decoding then overlap the
+    previous page's writes, where the sync process only waited for PostgreSQL. One page ahead, no
+    more: the next is read only once the caller has taken the last (a page of 500 ResourceSlices is
+    tens of MiB as objects; two ahead raised the 5,000-node sync's peak RSS from 363 to 532 MiB).
+    What reading raises is raised here, in the caller's thread; a caller that stops early (a page
+    failed to apply) stops the reader too. Pages are still applied in order by the one writer."""
+    slot: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue()
+    taken = threading.Semaphore(1)  # the reader may read one item beyond what the caller holds
+    stopped = threading.Event()
+
+    def read() -> None:
+        try:
+            while True:
+                while not taken.acquire(timeout=0.5):
+                    if stopped.is_set():
+                        return
+                if stopped.is_set():
+                    return
+                item = next(items, _END)
+                slot.put((item, None))
+                if item is _END:
+                    return
+        except BaseException as exc:  # handed to the caller, raised there
+            slot.put((_END, exc))
+
+    thread = threading.Thread(target=read, name=name, daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = slot.get()
+            if error is not None:
+                raise error
+            if item is _END:
+                return
+            taken.release()
+            yield item
+    finally:
+        stopped.set()  # the reader ends after the request it may be in (not joined: up to its timeout)
 
 
 @dataclass(frozen=True)
@@ -110,7 +158,8 @@ class ClusterSync:
         state, changes, started = ListState(), 0, time.monotonic()
         self.ctx.reset_lookups()
         version = ""
-        for page in kube.list_pages(self.api, kind=kind, page_size=self.page_size):
+        pages = kube.list_pages(self.api, kind=kind, page_size=self.page_size)
+        for page in read_ahead(pages, name=f"inventory-list-{self.cluster.name}-{kind}"):
             with transaction.atomic():
                 _page_commit_without_flush()
                 changes += apply_upserts(self.ctx, kind, page.items, listing=True)
@@ -234,9 +283,21 @@ class ClusterSync:
             self._generation[kind] += 1
 
     def _next_batch(self) -> list[Queued]:
-        batch: list[Queued] = []
-        deadline = time.monotonic() + BATCH_SECONDS
+        """Wait up to BATCH_SECONDS for an event, then take what is queued or arrives within
+        BATCH_LINGER_SECONDS of it (up to BATCH_EVENTS). A backlog still fills whole batches; a trickle
+        waits 50 ms, not the quarter second a fixed window made every first event of a batch wait
+        (that window was most of the event-to-row latency at 200 events/s)."""
+        try:
+            batch = [self._queue.get(timeout=BATCH_SECONDS)]
+        except queue.Empty:
+            return []
+        deadline = time.monotonic() + BATCH_LINGER_SECONDS
         while len(batch) < BATCH_EVENTS:
+            try:
+                batch.append(self._queue.get_nowait())
+                continue
+            except queue.Empty:
+                pass
             timeout = deadline - time.monotonic()
             if timeout <= 0:
                 break

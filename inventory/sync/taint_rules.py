@@ -18,7 +18,7 @@ from inventory.domain.device_taints import (
 )
 from inventory.domain.raw_fields import dig
 from inventory.models import DeviceTaintRule, ShareableUnit
-from inventory.sync.context import SyncContext, content_hash
+from inventory.sync.context import SyncContext, content_hash, legacy_match
 from inventory.sync.dra_cards import mark_card_health
 
 KIND = "devicetaintrules"
@@ -35,6 +35,9 @@ def apply_rules(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
         digest = content_hash(obj.get("spec"))
         stored = DeviceTaintRule.objects.filter(cluster=ctx.cluster, name=name).first()
         if stored is not None and stored.content_hash == digest:
+            continue
+        if stored is not None and legacy_match(stored.content_hash, obj.get("spec")):
+            DeviceTaintRule.objects.filter(pk=stored.pk).update(content_hash=digest)
             continue
         DeviceTaintRule.objects.update_or_create(
             cluster=ctx.cluster,
