@@ -18,6 +18,7 @@ import os
 import statistics
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ def serve(*, backlog: int, profile: bool) -> None:
     for root_path in sorted({cohort_root_path(q.tenant.path) for q in queues}):
         catalogue_of(root_path=root_path, flavors=[flavor])
 
+    shapes: Counter[str] = Counter()  # the statements of the last round, by their first words
+
     def one_round(profiler: Any = None) -> tuple[float, int, int]:
         order = micros(timezone.now())
         CapacityRequest.objects.bulk_create(
@@ -84,6 +87,8 @@ def serve(*, backlog: int, profile: bool) -> None:
             if profiler is not None:
                 profiler.disable()
         took = time.perf_counter() - started
+        shapes.clear()
+        shapes.update(query["sql"][:40] for query in queries.captured_queries)
         CapacityRequest.objects.filter(created_order__gte=order).delete()
         return took, result["admitted"], len(queries.captured_queries)
 
@@ -97,7 +102,9 @@ def serve(*, backlog: int, profile: bool) -> None:
         print(f"{admitted} admitted in {took:.3f}s", file=sys.stderr)
         stats = pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative")
         stats.print_stats(45)
-        stats.print_callees(os.environ.get("CALLEES", "update_each"))
+        stats.print_callees(os.environ.get("CALLEES", "readmit"))
+        for shape, count in shapes.most_common():
+            print(f"{count:6} {shape}", file=sys.stderr)
         return
     print("ready", Path(quotas.__file__).parent.parent, flush=True)
     for _ in sys.stdin:
