@@ -5,7 +5,7 @@ row, and ``bulk_create`` compiles each value through the ORM's SQL compiler: bot
 in Python, and for the admission loop's 20 rows x 13 fields a cohort that was most of its writing.
 Here the SQL is written once from the model's metadata and the values, adapted by each field as Django
 would, travel as parameters: ``update_each`` as one ``UPDATE ... FROM unnest(<one array a column>)``
-(one round trip where an ``executemany`` of per-row UPDATEs paid one per row), ``insert_each`` as one
+(one statement where an ``executemany`` in psycopg's pipeline sent one per row), ``insert_each`` as one
 multi-row ``INSERT ... RETURNING`` the primary keys.
 """
 
