@@ -35,6 +35,9 @@ def update_each(model: type[models.Model], objs: Sequence[Any], fields: Sequence
     concrete = [_column(meta.get_field(name)) for name in fields]
     pk = _column(meta.pk)
     qn = connection.ops.quote_name
+    if connection.vendor != "postgresql":  # the demo's SQLite has no arrays: one UPDATE a row
+        _update_each_row(connection, meta, concrete, pk, objs)
+        return
     columns = [pk, *concrete]
     # One array a column, unnested into rows: the statement's text is the same whatever the number of
     # rows (psycopg parses it once), and the values, cast to their columns' types, stay parameters.
@@ -57,6 +60,29 @@ def update_each(model: type[models.Model], objs: Sequence[Any], fields: Sequence
             cursor.execute(sql, arrays)
 
 
+def _update_each_row(
+    connection: Any,
+    meta: Any,
+    concrete: list[models.Field[Any, Any]],
+    pk: models.Field[Any, Any],
+    objs: Sequence[Any],
+) -> None:
+    qn = connection.ops.quote_name
+    # Identifiers come from the model's metadata, quoted; every value is a parameter.
+    sql = "UPDATE {} SET {} WHERE {} = %s".format(  # noqa: S608
+        qn(meta.db_table),
+        ", ".join(f"{qn(str(field.column))} = %s" for field in concrete),
+        qn(str(pk.column)),
+    )
+    rows = [
+        [field.get_db_prep_save(getattr(obj, field.attname), connection) for field in concrete]
+        + [pk.get_db_prep_save(obj.pk, connection)]
+        for obj in objs
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
+
+
 def insert_each(model: type[models.Model], objs: Sequence[Any]) -> None:
     """Insert each unsaved instance in ``objs`` (its primary key left to the database, and set on it
     from ``RETURNING``); no signals, no ``save()``, like ``bulk_create`` on PostgreSQL."""
@@ -64,6 +90,9 @@ def insert_each(model: type[models.Model], objs: Sequence[Any]) -> None:
         return
     meta = model._meta
     connection = connections[router.db_for_write(model)]
+    if connection.vendor != "postgresql":  # the demo's SQLite: Django's own bulk insert
+        model._default_manager.bulk_create(objs)
+        return
     pk = _column(meta.pk)
     fields = [field for field in meta.concrete_fields if field is not pk]
     qn = connection.ops.quote_name
