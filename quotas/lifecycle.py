@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from gpuplatform.accounts.models import User
-from gpuplatform.db.bulk_update import update_each
+from gpuplatform.db.bulk_update import insert_each, update_each
 from gpuplatform.errors import Conflict, Forbidden
 from quotas.models import CapacityRequest, RequestState, RequestTransition
 from quotas.models.requests import FINAL, HOLDING, ApprovalState
@@ -145,7 +145,7 @@ def move_requests(*, moves: Sequence[Move], now: datetime, claim: bool = False) 
         if row._state.adding:
             row.save(force_insert=True)
     update_each(CapacityRequest, saved, sorted(fields))
-    RequestTransition.objects.bulk_create(transitions)
+    insert_each(RequestTransition, transitions)
     return transitions
 
 

@@ -5,8 +5,9 @@ scheduler with fair sharing: a request that does not need to borrow first; then 
 dominant share its tenant would have after admission; then higher priority; then earlier creation.
 Decisions are applied to a working ledger, so later ones see earlier admissions and evictions.
 
-Only heads in the tree that just changed are re-ranked (their shares and "needs to borrow" depend
-on that tree alone), so a pass costs O(pending x (log queues + queues per tree)).
+Only heads whose tenant's usage an admission just changed are re-ranked (a head's share and "needs to
+borrow" read its own tenant's usage alone), so a pass costs O(pending x (log queues + queues of the
+tenants changed)).
 """
 
 from __future__ import annotations
@@ -62,8 +63,20 @@ def schedule(*, snapshot: Snapshot) -> list[Decision]:
         pointer[qid] += 1
         if decision.admitted:
             apply(ix, ledger, req, decision)
-            for other in ix.queues_by_root[ix.tree.nodes[req.tenant].root]:
-                if other != qid and pointer[other] < len(ix.queue_order[other]):
+            # A head's rank reads only its own tenant's usage, and `apply` changed the usage of the
+            # admitted request's tenant and those above it, and of each victim's: only heads of those
+            # tenants can rank differently now (the others' heap entries stand as they are).
+            nodes = ix.tree.nodes
+            changed = {*nodes[req.tenant].path}
+            for victim in decision.victims:
+                changed.update(nodes[ix.allocations[victim.request_id].tenant].path)
+            for other in ix.queues_by_root[nodes[req.tenant].root]:
+                ids = ix.queue_order[other]
+                if (
+                    other != qid
+                    and pointer[other] < len(ids)
+                    and ix.pending[ids[pointer[other]]].tenant in changed
+                ):
                     offer(other)
             offer(qid)
         elif ix.queues[qid].strategy is QueueingStrategy.STRICT_FIFO:

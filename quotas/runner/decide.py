@@ -17,6 +17,8 @@ from quotas.models import CapacityRequest, Flavor, RequestTransition
 from quotas.runner.inputs import Explained, SnapshotRows, build_snapshot, ge_of, micros, physical_free
 from quotas.runner.locks import lock_flavors
 
+# What `quotas.lifecycle` and `_admission` read of a request that moves (the rest is only written).
+MOVING_FIELDS = ("id", "state", "approval", "flavor_id", "fallback_flavors", "amounts", "duration_seconds")
 MAX_PASSES = 3  # a pass that preempts may let more in on the next; three is plenty in practice
 
 
@@ -154,13 +156,15 @@ def _rows_moving(
     victims: dict[str, tuple[engine.Decision, engine.Victim]],
     snapshot_rows: SnapshotRows,
 ) -> dict[str, CapacityRequest]:
-    """The requests that change state, by id: read whole (they are few; waiting rows were read by the
-    snapshot), the unsaved ones as they are."""
+    """The requests that change state, by id: the stored ones read with only what deciding their move
+    reads (their loans, warnings and cluster objects would cost more to decode than the move to
+    write), the unsaved ones as they are."""
     moving = [rid for rid, d in decisions.items() if d.admitted] + list(victims)
     saved = [uuid.UUID(rid) for rid in moving if rid not in snapshot_rows.unsaved]
     rows: dict[str, CapacityRequest] = dict(snapshot_rows.unsaved)
     if saved:
-        rows.update((str(r.pk), r) for r in CapacityRequest.objects.filter(pk__in=saved))
+        read = CapacityRequest.objects.filter(pk__in=saved).only(*MOVING_FIELDS)
+        rows.update((str(r.pk), r) for r in read)
     return rows
 
 

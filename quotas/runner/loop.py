@@ -128,8 +128,11 @@ def run_admission_loop(*, now: datetime | None = None) -> dict[str, Any]:
         # its flavors in the snapshot.
         cohorts[cohort_root_path(path)].update({flavor_id, *(uuid.UUID(i) for i in fallback or ())})
     admitted = 0
+    # Every cohort's flavors in one read (a hundred cohorts share a handful of flavors), as each
+    # cohort read them before its locks.
+    known = {f.pk: f for f in Flavor.objects.filter(pk__in=set().union(*cohorts.values()))}
     for root_path, flavor_ids in sorted(cohorts.items()):
-        flavors = list(Flavor.objects.filter(pk__in=flavor_ids).order_by("pk"))
+        flavors = sorted((known[i] for i in flavor_ids if i in known), key=lambda f: f.pk)
         persisted = readmit(root_path=root_path, flavors=flavors, now=now)
         admitted += len(persisted.admitted)
     beat(
