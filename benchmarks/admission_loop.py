@@ -26,7 +26,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.admission_http import DATABASE_URL, DB, SEED, manage  # noqa: E402 - the path above
+from benchmarks.ab_sides import Sides, fresh_fleet  # noqa: E402 - the path above
 
 
 def serve(*, backlog: int, profile: bool) -> None:
@@ -130,57 +130,22 @@ def main() -> None:
         return
     if not args.profile and not (args.compare_with and args.old_tree):
         parser.error("--compare-with REV and --old-tree PATH (REV checked out there) are both needed")
-    env = {
-        **os.environ,
-        "DATABASE_URL": DATABASE_URL,
-        "LOG_LEVEL": "WARNING",
-        "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"),
-    }
-    subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB], check=True)
-    subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", DB], check=True)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-    manage(env, SEED)
-    subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-q", "-c", "ANALYZE", DB], check=True)
-    me = str(Path(__file__).resolve())
+    env = fresh_fleet()
     common = ["--serve", "--backlog", str(args.backlog)]
     if args.profile:
+        me = str(Path(__file__).resolve())
         subprocess.run([sys.executable, me, *common, "--profile"], cwd=REPO, env=env, check=True)
         return
-    sides = {}
-    for label, tree in (("before", args.old_tree.resolve()), ("after", REPO)):
-        sides[label] = subprocess.Popen(
-            [sys.executable, me, *common],
-            cwd=tree,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert sides[label].stdout is not None
-        _, code = sides[label].stdout.readline().split()
-        print(f"{label}: {code}", flush=True)  # which checkout's code this side runs
+    sides = Sides(script=__file__, argv=common, old_tree=args.old_tree, env=env)
 
     def one_round(label: str) -> tuple[float, int, int]:
-        process = sides[label]
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write("round\n")
-        process.stdin.flush()
-        took, admitted, queries = process.stdout.readline().split()
+        took, admitted, queries = sides.ask(label, "round")
         return float(took), int(admitted), int(queries)
 
-    for label in sides:
+    for label in ("before", "after"):
         one_round(label)  # warm-up, not counted
-    results: dict[str, list[tuple[float, int, int]]] = {"before": [], "after": []}
-    loads = []
-    for i in range(args.rounds):
-        order = ("before", "after") if i % 2 == 0 else ("after", "before")
-        for label in order:
-            results[label].append(one_round(label))
-        loads.append(os.getloadavg()[0])
-    for process in sides.values():
-        assert process.stdin is not None
-        process.stdin.close()
-        process.wait(timeout=60)
+    results, loads = sides.turns(args.rounds, one_round)
+    sides.close()
     print(
         f"{args.rounds} loop runs a side (ABBA) over {args.backlog} pending in 100 cohorts, after one each; "
         f"load average {min(loads):.1f}-{max(loads):.1f}"

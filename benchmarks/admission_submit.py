@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.admission_http import DATABASE_URL, DB, SEED, manage  # noqa: E402 - the path above
+from benchmarks.ab_sides import Sides, fresh_fleet  # noqa: E402 - the path above
 
 
 def serve() -> None:
@@ -84,53 +83,17 @@ def main() -> None:
         return
     if not (args.compare_with and args.old_tree):
         parser.error("--compare-with REV and --old-tree PATH (REV checked out there) are both needed")
-    env = {
-        **os.environ,
-        "DATABASE_URL": DATABASE_URL,
-        "API_THROTTLE_RATE": "100000000/minute",
-        "LOG_LEVEL": "WARNING",
-        "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"),
-    }
-    subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB], check=True)
-    subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", DB], check=True)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
-    manage(env, SEED)
-    subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-q", "-c", "ANALYZE", DB], check=True)
-    sides = {}
-    for label, tree in (("before", args.old_tree.resolve()), ("after", REPO)):
-        sides[label] = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "--serve"],
-            cwd=tree,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert sides[label].stdout is not None
-        _, code = sides[label].stdout.readline().split()
-        print(f"{label}: {code}", flush=True)  # which checkout's code this side runs
+    env = fresh_fleet({"API_THROTTLE_RATE": "100000000/minute"})
+    sides = Sides(script=__file__, argv=["--serve"], old_tree=args.old_tree, env=env)
 
     def burst(label: str, count: int) -> tuple[float, int]:
-        process = sides[label]
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(f"burst {count}\n")
-        process.stdin.flush()
-        took, queries = process.stdout.readline().split()
+        took, queries = sides.ask(label, f"burst {count}")
         return float(took), int(queries)
 
-    for label in sides:
+    for label in ("before", "after"):
         burst(label, args.warm)
-    results: dict[str, list[tuple[float, int]]] = {"before": [], "after": []}
-    loads = []
-    for i in range(args.bursts):
-        order = ("before", "after") if i % 2 == 0 else ("after", "before")
-        for label in order:
-            results[label].append(burst(label, args.submissions))
-        loads.append(os.getloadavg()[0])
-    for process in sides.values():
-        assert process.stdin is not None
-        process.stdin.close()
-        process.wait(timeout=30)
+    results, loads = sides.turns(args.bursts, lambda label: burst(label, args.submissions))
+    sides.close()
     before = statistics.median(t for t, _ in results["before"])
     after = statistics.median(t for t, _ in results["after"])
     print(
