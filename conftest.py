@@ -42,6 +42,23 @@ def pytest_configure(config: pytest.Config) -> None:
         names += DJANGO_FIXTURES
     for name in names:
         config.pluginmanager.import_plugin(name)
+    if config.pluginmanager.hasplugin("django"):
+        _cache_of_its_own(os.environ.get("PYTEST_XDIST_WORKER"))
+
+
+def _cache_of_its_own(worker: str | None) -> None:
+    """Each xdist worker has its own database, whose ids start from the same sequences, but all share
+    the test Redis: without a key prefix of its own, one worker's requests as user 5 counted against
+    the other worker's user 5 in the per-user rate limit (a throttle test failed in CI that way).
+    pytest-django has read the settings by now, but no cache is made until first used; the servers a
+    test starts (gunicorn, celery) read the prefix from the environment."""
+    from django.conf import settings
+
+    if not worker or "KEY_PREFIX" not in settings.CACHES["default"]:
+        return
+    prefix = f"{settings.CACHES['default']['KEY_PREFIX']}-test-{worker}"
+    settings.CACHES["default"]["KEY_PREFIX"] = prefix
+    os.environ["CACHE_KEY_PREFIX"] = prefix
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
