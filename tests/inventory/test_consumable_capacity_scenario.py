@@ -19,35 +19,9 @@ from inventory.models import Allocation, Gpu, Node, NodePool, ParseIssueCount, R
 from inventory.sync.runner import ClusterSync
 from kubesim.controllers import start_controllers
 from kubesim.scenarios import build
-from tests.kubesim_scenarios.controller_helpers import gpu_pod
+from tests.kubesim_scenarios.controller_helpers import MEMORY_POOL, SHARES_POOL, claim, use_share
 
 pytestmark = pytest.mark.django_db
-
-MEMORY_POOL = "h100-dra-shares-memory"
-SHARES_POOL = "h100-dra-shares-4"
-
-
-def _claim(name: str, memory: str | None) -> dict:
-    exactly: dict = {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1}
-    if memory is not None:
-        exactly["capacity"] = {"requests": {"memory": memory}}
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": "team-vision"},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
-    }
-
-
-def _use(store, pool: str, name: str, memory: str | None = None) -> None:
-    store.create("resourceclaims", _claim(name, memory))
-    pod = gpu_pod(
-        name,
-        {},
-        node_selector={"gpuplatform.io/node-pool": pool},
-        claims=[{"name": "gpu", "resourceClaimName": name}],
-    )
-    store.create("pods", pod)
 
 
 def _h100(cluster):
@@ -87,13 +61,15 @@ def test_shares_hold_what_they_consume_and_free_capacity_follows_them(kubesim_fa
         ClusterSync(cluster, page_size=50).full_sync()
         assert _h100(cluster) == (4, 0, 4, 4)
 
-        _use(sim.store, MEMORY_POOL, "a-notebook", "20Gi")
-        _use(sim.store, MEMORY_POOL, "b-notebook", "20Gi")
-        _use(sim.store, MEMORY_POOL, "c-whole")  # no amount: the default, 80Gi: only the second card has it
-        _use(sim.store, MEMORY_POOL, "d-too-big", "90Gi")  # above the policy's max: never allocated
+        use_share(sim.store, MEMORY_POOL, "a-notebook", "20Gi")
+        use_share(sim.store, MEMORY_POOL, "b-notebook", "20Gi")
+        use_share(
+            sim.store, MEMORY_POOL, "c-whole"
+        )  # no amount: the default, 80Gi: only the second card has it
+        use_share(sim.store, MEMORY_POOL, "d-too-big", "90Gi")  # above the policy's max: never allocated
         for i in range(3):
-            _use(sim.store, SHARES_POOL, f"s-{i}")  # one share of 4 each
-        _use(sim.store, SHARES_POOL, "s-3", "60Gi")  # 60Gi and the fourth share
+            use_share(sim.store, SHARES_POOL, f"s-{i}")  # one share of 4 each
+        use_share(sim.store, SHARES_POOL, "s-3", "60Gi")  # 60Gi and the fourth share
         assert controllers.settle(30)
         ClusterSync(cluster, page_size=50).full_sync()
 
@@ -110,8 +86,8 @@ def test_shares_hold_what_they_consume_and_free_capacity_follows_them(kubesim_fa
             "s-2": (unit(shares_node, "gpu-0"), quarter),
             "s-3": (unit(shares_node, "gpu-0"), Decimal("0.75")),  # max(60Gi of 80Gi, 1 of 4)
         }
-        claim = ResourceClaim.objects.get(cluster=cluster, name="d-too-big")
-        assert claim.results == [] and not Allocation.objects.filter(holder_name="d-too-big").exists()
+        too_big = ResourceClaim.objects.get(cluster=cluster, name="d-too-big")
+        assert too_big.results == [] and not Allocation.objects.filter(holder_name="d-too-big").exists()
         # held: the memory node 1/4 + 1/4 + 1 = 1.5; the shares node's card 3 x 1/4 + 3/4 = 1.5 by its
         # shares, but one card holds at most one GE: 1. Cards 4, free 4 - 2.5 = 1.5. Free whole devices:
         # the shares node's second card only (a card with shares is not a free device).
@@ -149,8 +125,8 @@ def test_the_node_page_draws_each_share_and_says_which_devices_bind_to_the_node(
         sim.store, enabled={"scheduler", "dra-allocator", "pod-lifecycle"}, seed=4, background=False
     )
     try:
-        _use(sim.store, MEMORY_POOL, "a-notebook", "20Gi")
-        _use(sim.store, MEMORY_POOL, "b-notebook", "60Gi")
+        use_share(sim.store, MEMORY_POOL, "a-notebook", "20Gi")
+        use_share(sim.store, MEMORY_POOL, "b-notebook", "60Gi")
         assert controllers.settle(30)
     finally:
         controllers.stop()
@@ -199,8 +175,8 @@ def test_a_pending_claim_asking_more_than_any_card_takes_is_flagged_once_and_cle
         sim.store, enabled={"scheduler", "dra-allocator", "pod-lifecycle"}, seed=4, background=False
     )
     try:
-        _use(sim.store, MEMORY_POOL, "a-notebook", "20Gi")
-        _use(sim.store, MEMORY_POOL, "d-too-big", "90Gi")
+        use_share(sim.store, MEMORY_POOL, "a-notebook", "20Gi")
+        use_share(sim.store, MEMORY_POOL, "d-too-big", "90Gi")
         assert controllers.settle(30)
         ClusterSync(cluster, page_size=50).full_sync()
 
@@ -266,7 +242,7 @@ def test_a_flagged_claim_that_is_deleted_keeps_no_issue(kubesim_factory, registe
     sim.store.bulk_load(built.objects)
     cluster = register(sim)
     # a claim no pod uses: nothing allocates it, and 90Gi could not be anyway
-    sim.store.create("resourceclaims", _claim("d-too-big", "90Gi"))
+    sim.store.create("resourceclaims", claim("d-too-big", "gpu.nvidia.com", memory="90Gi"))
     ClusterSync(cluster, page_size=50).full_sync()
     assert [i["message"] for i in ResourceClaim.objects.get(cluster=cluster, name="d-too-big").issues] == [
         TOO_BIG

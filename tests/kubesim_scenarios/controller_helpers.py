@@ -104,6 +104,7 @@ def claim(
     selector: str | None = None,
     count: int = 1,
     namespace: str = "team-vision",
+    memory: str | None = None,
 ) -> dict[str, Any]:
     exactly: dict[str, Any] = {
         "deviceClassName": device_class,
@@ -112,12 +113,32 @@ def claim(
     }
     if selector:
         exactly["selectors"] = [{"cel": {"expression": selector}}]
+    if memory is not None:
+        exactly["capacity"] = {"requests": {"memory": memory}}
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
     }
+
+
+# The "consumable-capacity" scenario's pools: one H100 in the NVIDIA driver's "memory" mode, one in 4 shares.
+MEMORY_POOL = "h100-dra-shares-memory"
+SHARES_POOL = "h100-dra-shares-4"
+
+
+def use_share(store: Store, pool: str, name: str, memory: str | None = None) -> None:
+    """A claim on a share of a consumable-capacity card (``memory`` of it, or the policy's default) and
+    a pod in ``pool`` that uses it."""
+    store.create("resourceclaims", claim(name, "gpu.nvidia.com", memory=memory))
+    pod = gpu_pod(
+        name,
+        {},
+        node_selector={"gpuplatform.io/node-pool": pool},
+        claims=[{"name": "gpu", "resourceClaimName": name}],
+    )
+    store.create("pods", pod)
 
 
 def scheduled_condition(pod: dict[str, Any]) -> dict[str, Any]:

@@ -13,39 +13,14 @@ from typing import Any
 import pytest
 
 from kubesim.scenarios import consumable
-from tests.kubesim_scenarios.controller_helpers import Cluster, cluster, gpu_pod, scheduled_condition
-
-MEMORY_POOL = "h100-dra-shares-memory"
-SHARES_POOL = "h100-dra-shares-4"
-
-
-def share_claim(name: str, memory: str | None = None) -> dict[str, Any]:
-    exactly: dict[str, Any] = {
-        "deviceClassName": "gpu.nvidia.com",
-        "allocationMode": "ExactCount",
-        "count": 1,
-    }
-    if memory is not None:
-        exactly["capacity"] = {"requests": {"memory": memory}}
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": "team-vision"},
-        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
-    }
-
-
-def use(c: Cluster, pool: str, name: str, memory: str | None = None) -> None:
-    c.store.create("resourceclaims", share_claim(name, memory))
-    c.store.create(
-        "pods",
-        gpu_pod(
-            name,
-            {},
-            node_selector={"gpuplatform.io/node-pool": pool},
-            claims=[{"name": "gpu", "resourceClaimName": name}],
-        ),
-    )
+from tests.kubesim_scenarios.controller_helpers import (
+    MEMORY_POOL,
+    SHARES_POOL,
+    Cluster,
+    cluster,
+    scheduled_condition,
+    use_share,
+)
 
 
 def result_of(c: Cluster, name: str) -> dict[str, Any] | None:
@@ -63,12 +38,14 @@ def shares() -> Cluster:
 
 def test_claims_share_a_card_in_memory_mode_until_its_memory_is_used_up(shares: Cluster) -> None:
     c = shares
-    use(c, MEMORY_POOL, "a-notebook", "20Gi")
-    use(c, MEMORY_POOL, "b-notebook", "20Gi")
-    use(c, MEMORY_POOL, "c-odd", "1536Ki")  # rounded up to the next 1Mi step: 2Mi
-    use(c, MEMORY_POOL, "d-whole", None)  # names no memory: the default, 80Gi, which no longer fits
-    use(c, MEMORY_POOL, "e-too-big", "90Gi")  # above validRange.max: outside the policy
-    use(c, MEMORY_POOL, "f-rest", "39Gi")  # 20 + 20 + 39 Gi + 2Mi <= 80Gi
+    use_share(c.store, MEMORY_POOL, "a-notebook", "20Gi")
+    use_share(c.store, MEMORY_POOL, "b-notebook", "20Gi")
+    use_share(c.store, MEMORY_POOL, "c-odd", "1536Ki")  # rounded up to the next 1Mi step: 2Mi
+    use_share(
+        c.store, MEMORY_POOL, "d-whole", None
+    )  # names no memory: the default, 80Gi, which no longer fits
+    use_share(c.store, MEMORY_POOL, "e-too-big", "90Gi")  # above validRange.max: outside the policy
+    use_share(c.store, MEMORY_POOL, "f-rest", "39Gi")  # 20 + 20 + 39 Gi + 2Mi <= 80Gi
 
     c.settle()
 
@@ -88,7 +65,7 @@ def test_claims_share_a_card_in_memory_mode_until_its_memory_is_used_up(shares: 
 def test_a_claim_naming_nothing_takes_one_of_four_shares_and_waits_for_a_freed_one(shares: Cluster) -> None:
     c = shares
     for i in range(5):
-        use(c, SHARES_POOL, f"share-{i}")
+        use_share(c.store, SHARES_POOL, f"share-{i}")
 
     c.settle()
 
