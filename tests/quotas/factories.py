@@ -20,6 +20,13 @@ def flavor(*, tenant: Any = None, name: str | None = None) -> Flavor:
     return found
 
 
+def whole_gpu_flavor(*, name: str, pool: Any, gpu_model: str) -> Flavor:
+    """A flavor on ``pool`` whose unit is one whole GPU of ``gpu_model``."""
+    return Flavor.objects.create(
+        name=name, pool=pool, gpu_model=gpu_model, resources=[{"name": GPU, "ge_per_unit": "1"}]
+    )
+
+
 def priority_class(*, tenant: Any = None) -> PriorityClass:
     name = f"urgent-{tenant.slug}" if tenant else "standard"
     found, _ = PriorityClass.objects.get_or_create(name=name, defaults={"value": 10, "tenant": tenant})

@@ -31,15 +31,9 @@ def h100(cast):
     fatal XID, gpu 5 of h100-2 cordoned by HAMi, nothing held. Flavor `h100` on the pool, vision holds
     a quota of 8 of it; flavor `elsewhere` on an untouched pool."""
     pool = inv.h100_cards(nodes=3, blocked={(0, 3): XID, (2, 5): CORDON})
-    flavor = Flavor.objects.create(
-        name="h100", pool=pool, gpu_model=H100, resources=[{"name": GPU, "ge_per_unit": "1"}]
-    )
-    Flavor.objects.create(
-        name="elsewhere",
-        pool=inv.pool("NVIDIA-A100-80GB"),
-        gpu_model="NVIDIA-A100-80GB",
-        resources=[{"name": GPU, "ge_per_unit": "1"}],
-    )
+    flavor = adm.whole_gpu_flavor(name="h100", pool=pool, gpu_model=H100)
+    a100 = "NVIDIA-A100-80GB"
+    adm.whole_gpu_flavor(name="elsewhere", pool=inv.pool(a100), gpu_model=a100)
     Quota.objects.create(tenant=cast.vision, flavor=flavor, resource=GPU, nominal=8)
     return flavor
 

@@ -5,16 +5,14 @@ key ("H100-80GB"), and the two never matched."""
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from inventory.models import Gpu, Node, ShareableUnit
 from quotas.models import Flavor, Quota
 from quotas.selectors import oversubscription
 from tests.inventory import factories as inv
+from tests.quotas import factories as adm
 
 pytestmark = pytest.mark.django_db
 
@@ -25,33 +23,10 @@ MIG_1G = "nvidia.com/mig-1g.10gb"
 
 @pytest.fixture
 def h100_pool(cast):
-    """Three nodes of 8 H100s: 24 cards, 24 whole GPUs advertised. Quotas: vision 20 and nlp 16
-    whole GPUs on `h100`, vision 14 x 1g.10gb (1/7 GE each) on `h100-mig-1g`."""
-    pool = inv.pool(H100)
-    for n in range(3):
-        node = Node.objects.create(
-            cluster=pool.cluster,
-            pool=pool,
-            name=f"h100-{n}",
-            product=H100,
-            model_key="H100-80GB",
-            gpu_count=8,
-        )
-        for index in range(8):
-            Gpu.objects.create(node=node, index=index, product=H100, model_key="H100-80GB")
-        ShareableUnit.objects.create(
-            cluster=node.cluster,
-            node=node,
-            key=f"node/{node.name}/{GPU}",
-            kind="whole_gpu",
-            resource_name=GPU,
-            count=8,
-            ge_each=Decimal(1),
-            model_key="H100-80GB",
-        )
-    whole = Flavor.objects.create(
-        name="h100", pool=pool, gpu_model=H100, resources=[{"name": GPU, "ge_per_unit": "1"}]
-    )
+    """Three nodes of 8 H100s, one unit a card: 24 cards, 24 whole GPUs advertised. Quotas: vision 20
+    and nlp 16 whole GPUs on `h100`, vision 14 x 1g.10gb (1/7 GE each) on `h100-mig-1g`."""
+    pool = inv.h100_cards(nodes=3, blocked={})
+    whole = adm.whole_gpu_flavor(name="h100", pool=pool, gpu_model=H100)
     mig = Flavor.objects.create(
         name="h100-mig-1g", pool=pool, gpu_model=H100, resources=[{"name": MIG_1G, "ge_per_unit": "1/7"}]
     )
@@ -104,15 +79,8 @@ def tainted_pool(cast):
     of h100-1 cordoned by HAMi. Flavor `h100` (vision 20 whole GPUs) on the pool, `t4` on a pool
     nothing taints."""
     pool = inv.h100_cards(nodes=2, blocked={(0, 3): XID, (1, 5): CORDON})
-    whole = Flavor.objects.create(
-        name="h100", pool=pool, gpu_model=H100, resources=[{"name": GPU, "ge_per_unit": "1"}]
-    )
-    Flavor.objects.create(
-        name="t4",
-        pool=inv.pool("Tesla-T4"),
-        gpu_model="Tesla-T4",
-        resources=[{"name": GPU, "ge_per_unit": "1"}],
-    )
+    whole = adm.whole_gpu_flavor(name="h100", pool=pool, gpu_model=H100)
+    adm.whole_gpu_flavor(name="t4", pool=inv.pool("Tesla-T4"), gpu_model="Tesla-T4")
     Quota.objects.create(tenant=cast.vision, flavor=whole, resource=GPU, nominal=20)
     return pool
 
