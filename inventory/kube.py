@@ -149,6 +149,8 @@ _PATHS = {
     "resourceclaims": "/apis/resource.k8s.io/v1/resourceclaims",
     "workloads": f"/apis/{KUEUE_GROUP}/{KUEUE_VERSION}/workloads",
 }
+# The order the generated methods put them in, so the URL is the same to the byte.
+_QUERY_ORDER = ("allowWatchBookmarks", "continue", "limit", "resourceVersion", "timeoutSeconds", "watch")
 _QUERY_NAMES = {
     "_continue": "continue",
     "allow_watch_bookmarks": "allowWatchBookmarks",
@@ -174,9 +176,12 @@ def _list_function(api: k8s.ApiClient, kind: str) -> Callable[..., Any]:
     ) -> Any:
         if _preload_content:
             raise ValueError("lists and watches read the raw response")
-        query = [(_QUERY_NAMES.get(name, name), value) for name, value in params.items() if value is not None]
         if watch:
-            query.append(("watch", True))
+            params["watch"] = True
+        query = sorted(
+            ((_QUERY_NAMES.get(name, name), value) for name, value in params.items() if value is not None),
+            key=lambda pair: _QUERY_ORDER.index(pair[0]) if pair[0] in _QUERY_ORDER else len(_QUERY_ORDER),
+        )
         request = api.param_serialize(
             method="GET",
             resource_path=path,
