@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 __all__ = [
     "MIB",
@@ -76,6 +77,13 @@ def parse_quantity(value: str | int | Decimal) -> Decimal:
         return value
     if not isinstance(value, str):
         raise QuantityError(f"not a quantity: {value!r} (type {type(value).__name__})")
+    return _parse_text(value)
+
+
+# A cluster repeats the same few quantities ("80Gi", "1", "7") across hundreds of thousands of
+# devices and containers; Decimals are immutable, so one parse per distinct text serves them all.
+@lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Decimal:
     match = _QUANTITY_RE.match(value)
     if match is None:
         raise QuantityError(f"not a quantity: {value!r} (no leading number)")

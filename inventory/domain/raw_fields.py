@@ -12,11 +12,20 @@ from typing import Any
 __all__ = ["as_int", "as_list", "as_map", "as_str", "dig"]
 
 
+# Decoded JSON is made of plain dicts and lists: those are answered before the ABC checks below
+# (``isinstance`` against ``Mapping``/``Sequence`` goes through ``ABCMeta.__instancecheck__``, ~3 % of
+# a cold sync at millions of calls). Other mappings and sequences still get the same answer.
+
+
 def as_map(value: object) -> Mapping[str, Any]:
+    if type(value) is dict:
+        return value
     return value if isinstance(value, Mapping) else {}
 
 
 def as_list(value: object) -> Sequence[Any]:
+    if type(value) is list:
+        return value
     # A str is a Sequence too; it is never the list a Kubernetes field means.
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         return value
@@ -44,7 +53,7 @@ def dig(obj: object, *path: str) -> Any:
     """obj[path[0]][path[1]]... or None as soon as a level is missing or not a mapping."""
     current: Any = obj
     for key in path:
-        if not isinstance(current, Mapping):
+        if type(current) is not dict and not isinstance(current, Mapping):
             return None
         current = current.get(key)
     return current

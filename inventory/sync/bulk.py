@@ -125,12 +125,43 @@ def _copies(model: type[models.Model]) -> Any:
     return connection
 
 
+def _serial_copies(model: type[models.Model]) -> Any:
+    """The connection to COPY into for a model whose integer primary key PostgreSQL assigns (an
+    identity or serial column), or None."""
+    connection = connections[router.db_for_write(model)]
+    pk = model._meta.pk
+    if connection.vendor != "postgresql" or not isinstance(pk, models.AutoField | models.BigAutoField):
+        return None
+    return connection
+
+
+def _take_serial_ids(model: type[models.Model], connection: Any, objs: Sequence[Any]) -> None:
+    """Give each instance the next id of its table's sequence, as the INSERT would have, in order."""
+    pk = model._meta.pk
+    assert pk is not None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s) ORDER BY 1",
+            [model._meta.db_table, pk.column, len(objs)],
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+    for obj, pk_value in zip(objs, ids, strict=True):
+        setattr(obj, pk.attname, pk_value)
+
+
 def insert_rows(model: type[models.Model], objs: Sequence[Any]) -> None:
-    """Insert new model instances whose primary key is set in Python (UUID defaults), like
-    ``bulk_create``: no signals, no ``save()``, every concrete field written."""
+    """Insert new model instances like ``bulk_create``: no signals, no ``save()``, every concrete
+    field written. A primary key PostgreSQL assigns is taken from its sequence first (the 1,000-node
+    cold sync spent 0.7 s in ``bulk_create`` for its 1,018 ResourceSlices, 5x the COPY of their
+    24,000 devices), and set on the instances as ``bulk_create`` sets it."""
     if not objs:
         return
     connection = _copies(model)
+    if connection is None and (connection := _serial_copies(model)) is not None:
+        if any(obj.pk is not None for obj in objs):
+            connection = None  # ids chosen by the caller: bulk_create's way
+        else:
+            _take_serial_ids(model, connection, objs)
     if connection is None:
         model._default_manager.bulk_create(objs, batch_size=CREATE_BATCH)
         return
@@ -163,7 +194,7 @@ def insert_values(model: type[models.Model], rows: Sequence[dict[str, Any]]) -> 
         insert_rows(model, [model(**row) for row in rows])
         return
     now = timezone.now()  # what pre_save gives an auto_now(_add) field, given or not
-    fields = [(f.attname, f.get_default, _auto_time(f)) for f in model._meta.concrete_fields]
+    fields = [(f.attname, _default_maker(f), _auto_time(f)) for f in model._meta.concrete_fields]
     _copy(
         model,
         connection,
@@ -172,3 +203,13 @@ def insert_values(model: type[models.Model], rows: Sequence[dict[str, Any]]) -> 
             for row in rows
         ),
     )
+
+
+def _default_maker(field: models.Field[Any, Any]) -> Callable[[], Any]:
+    """``field.get_default``, or where its answer cannot change (no default, or one that is not
+    callable) that answer, read once: ``ForeignKey.get_default`` alone was ~2 % of a cold sync's
+    samples for the fields its claims and intervals leave out."""
+    if field.has_default() and callable(field.default):
+        return field.get_default
+    value = field.get_default()
+    return lambda: value

@@ -34,7 +34,7 @@ from inventory.domain.issues import ParseIssue, warning
 from inventory.domain.mig_management import slice_has_dynamic_mig
 from inventory.domain.raw_fields import dig
 from inventory.models import DeviceClass, HolderKind, Node, ResourceClaim, ResourceSlice, ShareableUnit
-from inventory.sync.bulk import insert_values
+from inventory.sync.bulk import insert_rows, insert_values
 from inventory.sync.context import SyncContext, UnitRef, content_hash, k8s_time, legacy_match
 from inventory.sync.dra_cards import mark_card_health, recount_dra_cards
 from inventory.sync.ledger import Holder, WantedRow, close_holders, open_holder_uids, reconcile_holders
@@ -143,8 +143,8 @@ def apply_slices(ctx: SyncContext, objects: Iterable[dict[str, Any]]) -> int:
         if names
         else {}
     )
-    # PostgreSQL returns the new slices' ids from the one insert; the devices below point at them.
-    ResourceSlice.objects.bulk_create(rows)
+    # The new slices' ids are taken from their sequence before the COPY; the devices below point at them.
+    insert_rows(ResourceSlice, rows)
     # Pools are recounted before the new devices go in, so those are inserted already counted or
     # not: flipping 77,000 freshly inserted rows with an UPDATE afterwards rewrote every one of them.
     counting = _recount_pools(ctx, pools, fresh={row.pk for row in rows})
