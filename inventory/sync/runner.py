@@ -192,6 +192,8 @@ class ClusterSync:
                     if self._live is not None:
                         self.apply_queued()
                         items = entries_to_apply(self._live, items, watch_version=self.versions.get(kind, ""))
+                        if not items:
+                            continue  # all left to the watch
                     with transaction.atomic():
                         _page_commit_without_flush()
                         changes += apply_upserts(self.ctx, kind, items, listing=True)
@@ -339,8 +341,8 @@ class ClusterSync:
     def resync(self, *, on_page: Any = None) -> SyncReport:
         """The periodic full resync, with the watches running: their events keep reaching the rows
         between the list's pages (a resync of 5,000 nodes lists for most of a minute), and the drift
-        it records is only what the watches missed. Kinds whose watch answered 410 meanwhile are
-        served by the resync's list when it was still to come, else listed again right after."""
+        it records is only what the watches missed. A kind whose watch answered 410 before or while
+        the resync listed it has its watch restarted from that list; one after, is listed again."""
         report = self.full_sync(record_drift=True, live=True, on_page=on_page)
         self._relist_what_is_pending()
         return report
