@@ -286,60 +286,6 @@ def _drive(
     return driver
 
 
-def resync_as_run_does(syncer: Any) -> Any:
-    """The periodic resync of ClusterSync.run, on this tree's code: ``resync`` where the watches keep
-    running through it; before that, the watches stopped, a full sync, the watches restarted."""
-    if hasattr(syncer, "resync"):
-        return syncer.resync()
-    for kind in syncer.kinds:
-        syncer._generation[kind] += 1  # readers of the old generation stop and are ignored
-    report = syncer.full_sync(record_drift=True)
-    for kind in syncer.kinds:
-        syncer._start_reader(kind)
-    return report
-
-
-def latency_during_resync(
-    args: argparse.Namespace,
-    syncer: Any,
-    kubeconfig: Path,
-    url: str,
-    templates: Any,
-    workdir: Path,
-    cold: float,
-) -> dict[str, Any]:
-    """Pods created at --latency-rate while a full resync runs; the figures of those written during it."""
-    # Long enough that the resync ends while pods are still written (it lists what the cold sync did).
-    seconds = args.resync_latency_seconds or min(300.0, cold * 1.5 + 10)
-    out = workdir / "latency-resync.json"
-    driver = _drive(args, kubeconfig, url, syncer.cluster, templates, seconds, out)
-    lead = time.monotonic() + 3  # the driver's process starts and writes before the resync begins
-    while time.monotonic() < lead:
-        syncer.apply_batch(syncer._next_batch())
-    begun = time.time()
-    report = resync_as_run_does(syncer)
-    ended = time.time()
-    while driver.is_alive():
-        syncer.apply_batch(syncer._next_batch())
-    driver.join()
-    if not out.exists():
-        return {"resync_latency": "driver failed"}
-    found = json.loads(out.read_text())
-    during = sorted(seconds for written, seconds in found["samples"] if begun <= written <= ended)
-    lost = sum(1 for written in found["never_seen_written"] if begun <= written <= ended)
-    pct = _percentiles(during)
-    return {
-        "resync_s": round(ended - begun, 1),
-        "resync_drift": report.drift,
-        "resync_latency_events": len(during) + lost,
-        "resync_latency_never_seen": lost,
-        "resync_latency_p50_s": pct(0.50),
-        "resync_latency_p99_s": pct(0.99),
-        "resync_latency_max_s": round(during[-1], 3) if during else None,
-        "resync_latency_rate_written": found["latency_rate_written"],
-    }
-
-
 def _figures(result: dict[str, Any]) -> dict[str, float]:
     """The figures compared: flat numbers, per-kind seconds as ``cold_sync_s.<kind>``."""
     flat: dict[str, float] = {}
@@ -423,21 +369,19 @@ def write_workloads(directory: Path, count: int, *, seed: int) -> None:
     through the API, each validated against Kueue's 1.4 MB schema, took ~90 ms apiece)."""
     from kubesim.scenarios.cluster_objects import DEFAULT_TENANT_NAMESPACES
 
-    made = _workloads_module().workload_objects(
+    made = _bench_module("sync_workloads").workload_objects(
         count=count, namespaces=list(DEFAULT_TENANT_NAMESPACES), seed=seed
     )
     directory.mkdir()
     (directory / "workloads.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": made}))
 
 
-def _workloads_module() -> Any:
-    """benchmarks/sync_workloads.py of this checkout, by its path: the measured tree (--tree) is first
-    on sys.path, and an older one has no such module."""
+def _bench_module(name: str) -> Any:
+    """benchmarks/<name>.py of this checkout, by its path: the measured tree (--tree) is first on
+    sys.path, and an older one has no such module."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(
-        "sync_workloads", Path(__file__).with_name("sync_workloads.py")
-    )
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -605,7 +549,9 @@ def main() -> None:
             latency.pop("samples", None)
             latency.pop("never_seen_written", None)
             if args.resync_latency_seconds != 0:
-                resync = latency_during_resync(args, syncer, kubeconfig, url, templates, workdir, cold)
+                resync = _bench_module("sync_resync").latency_during_resync(
+                    _drive, _percentiles, args, syncer, kubeconfig, url, templates, workdir, cold
+                )
         syncer.stop_event.set()
         result = {
             "nodes": Node.objects.filter(cluster=cluster).count(),
