@@ -16,6 +16,15 @@ Event to committed row: then every kind is watched while another process creates
 --latency-rate per second for --latency-seconds, each stamped with its write time, and polls this
 process's database for each pod's committed interval (P50/P99 of write -> row visible).
 
+Event to committed row while a resync runs: the same pods at the same rate while the periodic full
+resync runs (as ClusterSync.run does it, in the writer's thread): P50/P99/max of the pods written
+between the resync's start and end, and the resync's own wall time and drift. Before the resync ran
+with the watches applying nothing until it ended; --resync-latency-seconds 0 leaves the phase out.
+
+Kueue Workloads: --workloads N makes the cluster enforce by Kueue (kubesim with Kueue's CRDs) and
+loads N Workloads shaped as Kueue writes them (benchmarks/sync_workloads.py), so the cold sync lists
+the sixth kind; 0 (the default) keeps the ResourceQuota cluster of the figures recorded before.
+
 With --compare-with REV, the same measurement runs alternately on the code of REV (checked out beside
 in a git worktree, its own database) and on this tree, --rounds times each, and every figure's runs,
 medians and the ratio after/before are printed with the load average at the start of each run: on a
@@ -70,7 +79,7 @@ def free_port() -> int:
 
 
 def start_kubesim(
-    nodes: int, seed: int, kubeconfig: Path, history: int, tree: Path
+    nodes: int, seed: int, kubeconfig: Path, history: int, tree: Path, objects: Path | None = None
 ) -> subprocess.Popen[bytes]:
     command = [
         sys.executable,
@@ -90,6 +99,8 @@ def start_kubesim(
         "--port",
         str(free_port()),  # not 6443: another benchmark on this machine may hold it
     ]
+    if objects is not None:
+        command += ["--kueue", "--objects", str(objects)]
     process = subprocess.Popen(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 900
     while not kubeconfig.exists() or kubeconfig.stat().st_size == 0:
@@ -168,7 +179,7 @@ def drive_latency(
     core = client.CoreV1Api(client.ApiClient(configuration))
     total = int(rate * seconds)
     outstanding: dict[str, float] = {}
-    latencies: list[float] = []
+    samples: list[tuple[float, float]] = []  # (written, seconds to its row)
     errors: list[str] = []
     lock = threading.Lock()
     writing = threading.Event()
@@ -219,7 +230,9 @@ def drive_latency(
                     ).fetchall()
                     seen = time.time()
                     with lock:
-                        latencies.extend(seen - outstanding.pop(uid) for (uid,) in rows)
+                        for (uid,) in rows:
+                            written = outstanding.pop(uid)
+                            samples.append((written, seen - written))
                 if not writing.is_set():
                     deadline = deadline or time.time() + 30
                     with lock:
@@ -238,11 +251,8 @@ def drive_latency(
     write_seconds = time.time() - started
     writing.clear()
     poller.join()
-    latencies.sort()
-
-    def pct(q: float) -> float | None:
-        return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 3) if latencies else None
-
+    latencies = sorted(seconds for _, seconds in samples)
+    pct = _percentiles(latencies)
     result = {
         "latency_rate_asked": rate,
         "latency_rate_written": round((total - len(errors)) / write_seconds, 1),
@@ -254,8 +264,36 @@ def drive_latency(
         "latency_p99_s": pct(0.99),
         "latency_max_s": round(latencies[-1], 3) if latencies else None,
         "latency_first_error": errors[0] if errors else None,
+        "samples": samples,
+        "never_seen_written": sorted(outstanding.values()),
     }
     Path(out).write_text(json.dumps(result))
+
+
+def _percentiles(latencies: list[float]) -> Any:
+    def pct(q: float) -> float | None:
+        return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 3) if latencies else None
+
+    return pct
+
+
+def _drive(
+    args: argparse.Namespace,
+    kubeconfig: Path,
+    url: str,
+    cluster: Any,
+    templates: Any,
+    seconds: float,
+    out: Path,
+) -> Any:
+    import multiprocessing
+
+    driver = multiprocessing.get_context("spawn").Process(
+        target=drive_latency,
+        args=(kubeconfig.read_text(), url, str(cluster.pk), templates, args.latency_rate, seconds, str(out)),
+    )
+    driver.start()
+    return driver
 
 
 def _figures(result: dict[str, Any]) -> dict[str, float]:
@@ -289,7 +327,10 @@ def compare(args: argparse.Namespace, url: str) -> None:
             ("page-size", args.page_size),
             ("latency-rate", args.latency_rate),
             ("latency-seconds", args.latency_seconds),
+            ("resync-latency-seconds", args.resync_latency_seconds),
+            ("workloads", args.workloads),
         )
+        if value is not None
     ]
     runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     for _ in range(args.rounds):
@@ -333,6 +374,30 @@ def compare(args: argparse.Namespace, url: str) -> None:
     print(json.dumps(summary, indent=1))
 
 
+def write_workloads(directory: Path, count: int, *, seed: int) -> None:
+    """The Workloads as a file for kubesim's --objects (loaded with the scenario: creating them
+    through the API, each validated against Kueue's 1.4 MB schema, took ~90 ms apiece)."""
+    from kubesim.scenarios.cluster_objects import DEFAULT_TENANT_NAMESPACES
+
+    made = _bench_module("sync_workloads").workload_objects(
+        count=count, namespaces=list(DEFAULT_TENANT_NAMESPACES), seed=seed
+    )
+    directory.mkdir()
+    (directory / "workloads.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": made}))
+
+
+def _bench_module(name: str) -> Any:
+    """benchmarks/<name>.py of this checkout, by its path: the measured tree (--tree) is first on
+    sys.path, and an older one has no such module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -344,6 +409,15 @@ def main() -> None:
     parser.add_argument("--profile", help="write a cProfile of the cold sync to this file")
     parser.add_argument("--latency-rate", type=float, default=200.0, help="pods created per second")
     parser.add_argument("--latency-seconds", type=float, default=30.0)
+    parser.add_argument(
+        "--resync-latency-seconds",
+        type=float,
+        default=None,
+        help="how long pods are written around the resync (default: 1.5 x the cold sync + 10 s; 0: no phase)",
+    )
+    parser.add_argument(
+        "--workloads", type=int, default=0, help="Kueue Workloads in the cluster (Kueue backend)"
+    )
     parser.add_argument("--tree", help="measure the code of this checkout (default: this one)")
     parser.add_argument("--compare-with", help="a git revision measured alternately beside this tree")
     parser.add_argument("--rounds", type=int, default=2, help="runs of each side with --compare-with")
@@ -381,7 +455,13 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="inventory-bench-"))
     kubeconfig = workdir / "kubeconfig"
     t0 = time.monotonic()
-    sim = start_kubesim(args.nodes, args.seed, kubeconfig, history=args.events + 10_000, tree=ROOT)
+    # The resync phase's pods add to the watch history the latency phase's and the backlog's do.
+    history = args.events + 10_000 + int(args.latency_rate * (args.latency_seconds + 400))
+    objects = None
+    if args.workloads:
+        objects = workdir / "objects"
+        write_workloads(objects, args.workloads, seed=args.seed)
+    sim = start_kubesim(args.nodes, args.seed, kubeconfig, history=history, tree=ROOT, objects=objects)
     kubesim_start = time.monotonic() - t0
     try:
         admin, _ = User.objects.get_or_create(
@@ -401,6 +481,17 @@ def main() -> None:
                 for model in apps.get_app_config("inventory").get_models():
                     cursor.execute(f'VACUUM ANALYZE "{model._meta.db_table}"')
         cluster = create_cluster(actor=admin, name="bench", kubeconfig=kubeconfig.read_text())
+        if args.workloads:
+            # Set on the row, not through update_cluster: that would also compile and apply Kueue's
+            # objects, which is the kueue_apply benchmark's business, not the sync's.
+            Cluster.objects.filter(pk=cluster.pk).update(enforcement_backend="kueue")
+            cluster.refresh_from_db()
+            # The admission check's pass is a Celery worker's (queued when a Workload waits on it);
+            # without a broker Celery runs it eagerly inside the sync, once per page: not the sync's
+            # time. Both trees have the same receiver.
+            from inventory.ports import kueue_check_pending
+
+            kueue_check_pending.disconnect(dispatch_uid="kueue-check-pending")
         rss_before = peak_rss_mib()
         load_start = [round(x, 1) for x in os.getloadavg()]
 
@@ -454,9 +545,8 @@ def main() -> None:
         # ClusterSync.run, while another process creates GPU pods at a steady rate and times each
         # one from its write to its interval committed in this process's database.
         latency: dict[str, Any] = {}
+        resync: dict[str, Any] = {}
         if args.latency_seconds > 0:
-            import multiprocessing
-
             from inventory.models import SyncKind
 
             for kind in syncer.kinds:  # Workloads only where the cluster enforces with Kueue
@@ -473,23 +563,17 @@ def main() -> None:
                 .values_list("namespace", "node_name", "resource_name", "count")[:2000]
             )
             out = workdir / "latency.json"
-            driver = multiprocessing.get_context("spawn").Process(
-                target=drive_latency,
-                args=(
-                    kubeconfig.read_text(),
-                    url,
-                    str(cluster.pk),
-                    templates,
-                    args.latency_rate,
-                    args.latency_seconds,
-                    str(out),
-                ),
-            )
-            driver.start()
+            driver = _drive(args, kubeconfig, url, cluster, templates, args.latency_seconds, out)
             while driver.is_alive():
                 syncer.apply_batch(syncer._next_batch())
             driver.join()
             latency = json.loads(out.read_text()) if out.exists() else {"latency": "driver failed"}
+            latency.pop("samples", None)
+            latency.pop("never_seen_written", None)
+            if args.resync_latency_seconds != 0:
+                resync = _bench_module("sync_resync").latency_during_resync(
+                    _drive, _percentiles, args, syncer, kubeconfig, url, templates, workdir, cold
+                )
         syncer.stop_event.set()
         result = {
             "nodes": Node.objects.filter(cluster=cluster).count(),
@@ -500,6 +584,7 @@ def main() -> None:
             "open_allocations": Allocation.objects.filter(cluster=cluster, ended_at__isnull=True).count(),
             "kubesim_start_s": round(kubesim_start, 1),
             "load_average_start": load_start,
+            "workloads": args.workloads,
             "cold_sync_s": round(cold, 1),
             # CPU seconds of this process alone (the sync's Python; not PostgreSQL's or kubesim's):
             # less at the mercy of the machine's load than the wall-clock figure.
@@ -515,6 +600,7 @@ def main() -> None:
             "events_applied_per_s": round(applied / watch_seconds) if watch_seconds else None,
             "peak_rss_mib_after_backlog": round(rss_backlog),
             **latency,
+            **resync,
             "peak_rss_mib_end": round(peak_rss_mib()),
             "load_average_end": [round(x, 1) for x in os.getloadavg()],
         }

@@ -37,7 +37,18 @@ def _documents(path: Path) -> Iterator[Any]:
         yield from yaml.safe_load_all(text)
 
 
-def _unwrap(doc: Any, where: str, out: Loaded) -> None:
+def crd_kinds(crds: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(apiVersion, kind) of every served version of these CustomResourceDefinitions."""
+    spec = [c.get("spec") or {} for c in crds]
+    return {
+        (f"{s.get('group')}/{v.get('name')}", str((s.get("names") or {}).get("kind")))
+        for s in spec
+        for v in s.get("versions") or []
+        if v.get("served", True)
+    }
+
+
+def _unwrap(doc: Any, where: str, out: Loaded, also: set[tuple[str, str]]) -> None:
     if not isinstance(doc, dict):
         return
     kind, api_version = doc.get("kind"), doc.get("apiVersion")
@@ -46,9 +57,9 @@ def _unwrap(doc: Any, where: str, out: Loaded) -> None:
         return
     if kind.endswith("List") and isinstance(doc.get("items"), list):
         for i, item in enumerate(doc["items"]):
-            _unwrap(item, f"{where} items[{i}]", out)
+            _unwrap(item, f"{where} items[{i}]", out, also)
         return
-    if registry.for_kind(api_version, kind) is None:
+    if registry.for_kind(api_version, kind) is None and (api_version, kind) not in also:
         out.notes.append(f"{where}: skipped {api_version} {kind}, which kubesim does not serve")
         return
     meta = doc.get("metadata")
@@ -58,7 +69,8 @@ def _unwrap(doc: Any, where: str, out: Loaded) -> None:
     out.objects.append(doc)
 
 
-def load_objects(directory: str | Path) -> Loaded:
+def load_objects(directory: str | Path, *, also: set[tuple[str, str]] | None = None) -> Loaded:
+    """``also``: (apiVersion, kind) served by CRDs installed in the same start (``crd_kinds``)."""
     root = Path(directory)
     files = (
         [root]
@@ -73,7 +85,7 @@ def load_objects(directory: str | Path) -> Loaded:
             out.notes.append(f"{path}: skipped, not parseable: {exc}")
             continue
         for i, doc in enumerate(docs):
-            _unwrap(doc, f"{path.name}#{i}", out)
+            _unwrap(doc, f"{path.name}#{i}", out, also or set())
     for note in out.notes:
         log.info("kubesim: %s", note)
     return out

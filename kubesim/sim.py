@@ -20,7 +20,7 @@ import yaml
 
 from kubesim.controllers import CONTROLLER_NAMES, start_controllers
 from kubesim.faults import Faults
-from kubesim.loader import load_objects
+from kubesim.loader import crd_kinds, load_objects
 from kubesim.pagination import Paginator
 from kubesim.request_log import RequestLog
 from kubesim.rest import Api
@@ -206,7 +206,8 @@ def start(
     store = Store(history_window=history_window, seed=seed)
     objects, truth = scenario_objects(scenario, nodes=nodes, seed=seed)
     if objects_dir is not None:
-        loaded = load_objects(objects_dir)
+        # Objects of Kueue's kinds load beside its CRDs (bulk_load installs the CRDs first).
+        loaded = load_objects(objects_dir, also=crd_kinds(kueue_crds()) if kueue else None)
         objects = loaded.objects if replace else [*objects, *loaded.objects]
     if kueue:
         objects = [*kueue_crds(), *objects]

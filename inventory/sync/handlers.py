@@ -12,7 +12,9 @@ from inventory.sync.context import SyncContext
 from inventory.sync.ledger import open_holder_uids
 
 
-def _key(kind: str, obj: dict[str, Any]) -> str:
+def object_key(kind: str, obj: dict[str, Any]) -> str:
+    """An object's identity in a list's reconcile: uids for holders and Workloads (never reused),
+    names for nodes, slices, classes and rules (what their rows are keyed by)."""
     field_name = "uid" if kind in (SyncKind.PODS, SyncKind.RESOURCE_CLAIMS, SyncKind.WORKLOADS) else "name"
     return str(dig(obj, "metadata", field_name) or "")
 
@@ -44,7 +46,7 @@ def apply_upserts(ctx: SyncContext, kind: str, objects: list[dict[str, Any]], *,
 
 
 def apply_deletes(ctx: SyncContext, kind: str, objects: list[dict[str, Any]]) -> int:
-    keys = {_key(kind, o) for o in objects} - {""}
+    keys = {object_key(kind, o) for o in objects} - {""}
     if kind in (SyncKind.NODES, SyncKind.RESOURCE_SLICES):
         ctx.units_changed()
     if kind == SyncKind.NODES:
@@ -85,4 +87,4 @@ def finish_list(ctx: SyncContext, kind: str, state: ListState) -> int:
 
 
 def observe_page(kind: str, state: ListState, objects: list[dict[str, Any]]) -> None:
-    state.seen.update(_key(kind, o) for o in objects)
+    state.seen.update(object_key(kind, o) for o in objects)

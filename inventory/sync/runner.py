@@ -12,7 +12,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -28,6 +28,7 @@ from inventory.models import Cluster, EnforcementBackend, SyncKind, SyncState
 from inventory.sync.context import SyncContext
 from inventory.sync.handlers import ListState, apply_deletes, apply_upserts, finish_list, observe_page
 from inventory.sync.heartbeats import beat_after_batch
+from inventory.sync.live_resync import LiveList, entries_to_apply
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -45,6 +46,7 @@ def kinds_for(cluster: Cluster) -> list[str]:
 
 
 BATCH_EVENTS = 1000
+LIVE_PART = 50  # objects of a resync's page applied between two drains of the watches' queue
 BATCH_SECONDS = 0.25
 BATCH_LINGER_SECONDS = 0.05
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 30.0
@@ -68,9 +70,10 @@ def _page_commit_without_flush() -> None:
 
 
 _END = object()
+IDLE_SECONDS = 0.02
 
 
-def read_ahead(items: Iterator[T], *, name: str) -> Iterator[T]:
+def read_ahead(items: Iterator[T], *, name: str, idle: Callable[[], None] | None = None) -> Iterator[T]:
     """``items``, each read by a thread while the caller works on the one before.
 
     A list page's request, kubesim's or the API server's answer and its decoding then overlap the
@@ -78,7 +81,9 @@ def read_ahead(items: Iterator[T], *, name: str) -> Iterator[T]:
     more: the next is read only once the caller has taken the last (a page of 500 ResourceSlices is
     tens of MiB as objects; two ahead raised the 5,000-node sync's peak RSS from 363 to 532 MiB).
     What reading raises is raised here, in the caller's thread; a caller that stops early (a page
-    failed to apply) stops the reader too. Pages are still applied in order by the one writer."""
+    failed to apply) stops the reader too. Pages are still applied in order by the one writer.
+    ``idle``: called every IDLE_SECONDS while the caller waits for an item (a resync applies the
+    watches' events then: the server can take seconds to answer a page of ResourceSlices)."""
     slot: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue()
     taken = threading.Semaphore(1)  # the reader may read one item beyond what the caller holds
     stopped = threading.Event()
@@ -102,7 +107,12 @@ def read_ahead(items: Iterator[T], *, name: str) -> Iterator[T]:
     thread.start()
     try:
         while True:
-            item, error = slot.get()
+            try:
+                item, error = slot.get(timeout=IDLE_SECONDS if idle is not None else None)
+            except queue.Empty:
+                if idle is not None:
+                    idle()
+                continue
             if error is not None:
                 raise error
             if item is _END:
@@ -151,21 +161,53 @@ class ClusterSync:
         self.kinds = kinds_for(cluster)
         self._generation: dict[str, int] = dict.fromkeys(self.kinds, 0)
         self.timings: dict[str, float] = {}  # seconds of the last list per kind
+        # During a periodic resync: the kind being listed while its watch runs, and the kinds whose
+        # watch answered 410 and that still need a list (the resync's own, when it is still to come).
+        self._live: LiveList | None = None
+        self._relist_pending: set[str] = set()
+        self._on_batch: Any = None
 
     # --- lists -----------------------------------------------------------------------------------
-    def list_kind(self, kind: str) -> tuple[int, int]:
-        """List one kind page by page, applying each page, then reconcile; (changes, objects)."""
+    def list_kind(self, kind: str, *, live: bool = False, on_page: Any = None) -> tuple[int, int]:
+        """List one kind page by page, applying each page, then reconcile; (changes, objects).
+
+        ``live``: the watches are running (a periodic resync): what they queued is applied between
+        the pages, and the list leaves to the watch what it touched (see live_resync)."""
         state, changes, started = ListState(), 0, time.monotonic()
         self.ctx.reset_lookups()
+        if live:
+            watched = kind not in self._relist_pending and bool(self.versions.get(kind))
+            self._live = LiveList(kind=kind, watched=watched)
         version = ""
         pages = kube.list_pages(self.api, kind=kind, page_size=self.page_size)
-        for page in read_ahead(pages, name=f"inventory-list-{self.cluster.name}-{kind}"):
-            with transaction.atomic():
-                _page_commit_without_flush()
-                changes += apply_upserts(self.ctx, kind, page.items, listing=True)
-                self.ctx.flush_issues()
-            observe_page(kind, state, page.items)
-            version = page.resource_version
+        try:
+            for number, page in enumerate(
+                read_ahead(
+                    pages,
+                    name=f"inventory-list-{self.cluster.name}-{kind}",
+                    idle=self.apply_queued if self._live is not None else None,
+                )
+            ):
+                for items in self._page_parts(page.items):
+                    if self._live is not None:
+                        self.apply_queued()
+                        items = entries_to_apply(self._live, items, watch_version=self.versions.get(kind, ""))
+                        if not items:
+                            continue  # all left to the watch
+                    with transaction.atomic():
+                        _page_commit_without_flush()
+                        changes += apply_upserts(self.ctx, kind, items, listing=True)
+                        self.ctx.flush_issues()
+                observe_page(kind, state, page.items)
+                version = page.resource_version
+                if on_page is not None:
+                    on_page(kind, number)
+            listed = len(state.seen)
+            if self._live is not None:
+                self.apply_queued()
+                state.seen |= self._live.touched  # the watch's to keep or close, not the list's
+        finally:
+            self._live = None
         with transaction.atomic():
             changes += finish_list(self.ctx, kind, state)
             now = timezone.now()
@@ -173,26 +215,50 @@ class ClusterSync:
                 cluster=self.cluster,
                 kind=kind,
                 defaults={
-                    "resource_version": version,
+                    "resource_version": self._version_after_list(kind, version, live=live),
                     "last_list_at": now,
                     "last_success_at": now,
-                    "objects_seen": len(state.seen),
+                    "objects_seen": listed,
                     "lag_seconds": 0.0,
                 },
             )
-        self.versions[kind] = version
+        if not live:
+            self.versions[kind] = version
+        elif kind in self._relist_pending:
+            self._resume_watch_from_list(kind, version)
         self.timings[kind] = time.monotonic() - started
-        return changes, len(state.seen)
+        return changes, listed
 
-    def full_sync(self, *, record_drift: bool | None = None) -> SyncReport:
+    def _page_parts(self, items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+        """A page whole, or (while the watches run) in parts of LIVE_PART objects, so their events
+        wait for one part, not one page: a page of 500 ResourceSlices takes over a second to apply."""
+        if self._live is None:
+            yield items
+            return
+        for start in range(0, len(items), LIVE_PART):
+            yield items[start : start + LIVE_PART]
+
+    def _version_after_list(self, kind: str, listed: str, *, live: bool) -> str:
+        """Where the kind's watch resumes: a running watch is ahead of the list's snapshot, so its
+        place stays; a new watch (cold, or after a 410) starts from the list's."""
+        if live and kind not in self._relist_pending:
+            return self.versions.get(kind) or listed
+        return listed
+
+    def full_sync(
+        self, *, record_drift: bool | None = None, live: bool = False, on_page: Any = None
+    ) -> SyncReport:
         """List every kind in dependency order and reconcile. Idempotent: a second run changes nothing
-        when the cluster did not change; what it does change is drift, recorded on the cluster."""
+        when the cluster did not change; what it does change is drift, recorded on the cluster.
+
+        ``live``: the watches keep running (see ``resync``); ``on_page(kind, number)`` is called after
+        each page is applied (tests step a resync with it)."""
         if record_drift is None:
             record_drift = self.cluster.last_full_resync_at is not None
         report = SyncReport()
         for kind in self.kinds:
             report.changes[kind], report.objects[kind] = self._with_retries(
-                kind, lambda k=kind: self.list_kind(k)
+                kind, lambda k=kind: self.list_kind(k, live=live, on_page=on_page)
             )
         updates: dict[str, Any] = {"last_full_resync_at": timezone.now()}
         if record_drift:
@@ -251,36 +317,78 @@ class ClusterSync:
         )
         thread.start()
 
+    def start_watches(self) -> None:
+        for kind in self.kinds:
+            self._start_reader(kind)
+
     def run(self, *, resync_seconds: float | None = None, on_batch: Any = None) -> None:
         """Cold sync, then watch until stop_event is set, resyncing every ``resync_seconds``."""
         resync = resync_seconds if resync_seconds is not None else settings.INVENTORY_RESYNC_SECONDS
-        self.full_sync()
-        for kind in self.kinds:
-            self._start_reader(kind)
+        self._on_batch = on_batch
+        self.full_sync()  # cold: nothing is watched yet
+        self.start_watches()
         next_resync = time.monotonic() + resync
         while not self.stop_event.is_set():
             batch = self._next_batch()
-            relist = self.apply_batch(batch)
-            beat_after_batch(self, batch)
-            for kind in self.kinds:
-                if kind in relist:
-                    self._with_retries(kind, lambda k=kind: self.list_kind(k))
-                    with transaction.atomic():
-                        SyncState.objects.filter(cluster=self.cluster, kind=kind).update(
-                            relists=F("relists") + 1
-                        )
-                    self._start_reader(kind)
-            if on_batch is not None and batch:
-                on_batch(len(batch))
+            self._relist_pending |= self._apply_and_beat(batch)
+            self._relist_what_is_pending()
             if time.monotonic() >= next_resync:
-                for kind in self.kinds:
-                    self._generation[kind] += 1  # readers of the old generation stop and are ignored
-                self.full_sync(record_drift=True)
-                for kind in self.kinds:
-                    self._start_reader(kind)
+                self.resync()
                 next_resync = time.monotonic() + resync
         for kind in self.kinds:
             self._generation[kind] += 1
+
+    def resync(self, *, on_page: Any = None) -> SyncReport:
+        """The periodic full resync, with the watches running: their events keep reaching the rows
+        between the list's pages (a resync of 5,000 nodes lists for most of a minute), and the drift
+        it records is only what the watches missed. A kind whose watch answered 410 before or while
+        the resync listed it has its watch restarted from that list; one after, is listed again."""
+        report = self.full_sync(record_drift=True, live=True, on_page=on_page)
+        self._relist_what_is_pending()
+        return report
+
+    def apply_queued(self) -> None:
+        """Apply what the watches queued, without waiting for more (between a resync's pages)."""
+        while True:
+            batch: list[Queued] = []
+            while len(batch) < BATCH_EVENTS:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            if not batch:
+                return
+            self._relist_pending |= self._apply_and_beat(batch)
+            if len(batch) < BATCH_EVENTS:
+                return
+
+    def _apply_and_beat(self, batch: list[Queued]) -> set[str]:
+        relist = self.apply_batch(batch)
+        beat_after_batch(self, batch)
+        if self._on_batch is not None and batch:
+            self._on_batch(len(batch))
+        return relist
+
+    def _relist_what_is_pending(self) -> None:
+        for kind in self.kinds:
+            if kind in self._relist_pending:
+                self._with_retries(kind, lambda k=kind: self.list_kind(k))
+                self._count_relist(kind)
+                self._relist_pending.discard(kind)
+                self._start_reader(kind)
+
+    def _resume_watch_from_list(self, kind: str, version: str) -> None:
+        """A kind whose watch answered 410 before or while the resync listed it: the list's snapshot
+        and a watch from its resourceVersion are complete together (what the old watch applied past
+        it comes again, and applying it twice changes nothing)."""
+        self.versions[kind] = version
+        self._count_relist(kind)
+        self._relist_pending.discard(kind)
+        self._start_reader(kind)
+
+    def _count_relist(self, kind: str) -> None:
+        with transaction.atomic():
+            SyncState.objects.filter(cluster=self.cluster, kind=kind).update(relists=F("relists") + 1)
 
     def _next_batch(self) -> list[Queued]:
         """Wait up to BATCH_SECONDS for an event, then take what is queued or arrives within
@@ -349,6 +457,8 @@ class ClusterSync:
                     apply_upserts(self.ctx, kind, live, listing=False)
                 if gone:
                     apply_deletes(self.ctx, kind, gone)
+                if self._live is not None:
+                    self._live.note_applied(kind, [e.object for e in latest[kind].values()])
             self.ctx.flush_issues()
             now = timezone.now()
             for kind, version in versions.items():

@@ -125,3 +125,26 @@ def test_objects_dir_with_replace_serves_only_the_files(kubesim_factory, tmp_pat
     core = client.CoreV1Api(sim.api_client())
 
     assert [c.metadata.name for c in core.list_namespaced_config_map("team-a").items] == ["from-file"]
+
+
+def test_objects_dir_with_kueue_loads_workloads_beside_the_crds(kubesim_factory, tmp_path):
+    # given a file of Kueue Workloads, loaded at a start that installs Kueue's CRDs
+    workload = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "job-train-1", "namespace": "team-a"},
+        "spec": {"queueName": "gpu", "podSets": [{"name": "main", "count": 1, "template": {"spec": {}}}]},
+        "status": {"conditions": []},
+    }
+    (tmp_path / "workloads.json").write_text(
+        json.dumps({"apiVersion": "v1", "kind": "List", "items": [workload]})
+    )
+
+    sim = kubesim_factory(objects_dir=tmp_path, kueue=True)
+
+    # then the server serves it (without kueue=True it is skipped: no CRD serves the kind)
+    listed = client.CustomObjectsApi(sim.api_client()).list_namespaced_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "team-a", "workloads"
+    )
+    assert [w["metadata"]["name"] for w in listed["items"]] == ["job-train-1"]
+    assert load_objects(tmp_path).objects == []

@@ -1,0 +1,66 @@
+"""The sync benchmark's resync phase (``inventory_sync.py``): event to committed row while the
+periodic full resync runs, on the code of the measured tree (loaded by path, like sync_workloads)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+
+def resync_as_run_does(syncer: Any) -> Any:
+    """The periodic resync of ClusterSync.run, on this tree's code: ``resync`` where the watches keep
+    running through it; before that, the watches stopped, a full sync, the watches restarted."""
+    if hasattr(syncer, "resync"):
+        return syncer.resync()
+    for kind in syncer.kinds:
+        syncer._generation[kind] += 1  # readers of the old generation stop and are ignored
+    report = syncer.full_sync(record_drift=True)
+    for kind in syncer.kinds:
+        syncer._start_reader(kind)
+    return report
+
+
+def latency_during_resync(
+    drive: Any,
+    percentiles: Any,
+    args: argparse.Namespace,
+    syncer: Any,
+    kubeconfig: Path,
+    url: str,
+    templates: Any,
+    workdir: Path,
+    cold: float,
+) -> dict[str, Any]:
+    """Pods created at --latency-rate while a full resync runs; the figures of those written during it."""
+    # Long enough that the resync ends while pods are still written (it lists what the cold sync did).
+    seconds = args.resync_latency_seconds or min(300.0, cold * 1.5 + 10)
+    out = workdir / "latency-resync.json"
+    driver = drive(args, kubeconfig, url, syncer.cluster, templates, seconds, out)
+    lead = time.monotonic() + 3  # the driver's process starts and writes before the resync begins
+    while time.monotonic() < lead:
+        syncer.apply_batch(syncer._next_batch())
+    begun = time.time()
+    report = resync_as_run_does(syncer)
+    ended = time.time()
+    while driver.is_alive():
+        syncer.apply_batch(syncer._next_batch())
+    driver.join()
+    if not out.exists():
+        return {"resync_latency": "driver failed"}
+    found = json.loads(out.read_text())
+    during = sorted(seconds for written, seconds in found["samples"] if begun <= written <= ended)
+    lost = sum(1 for written in found["never_seen_written"] if begun <= written <= ended)
+    pct = percentiles(during)
+    return {
+        "resync_s": round(ended - begun, 1),
+        "resync_drift": report.drift,
+        "resync_latency_events": len(during) + lost,
+        "resync_latency_never_seen": lost,
+        "resync_latency_p50_s": pct(0.50),
+        "resync_latency_p99_s": pct(0.99),
+        "resync_latency_max_s": round(during[-1], 3) if during else None,
+        "resync_latency_rate_written": found["latency_rate_written"],
+    }

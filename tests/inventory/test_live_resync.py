@@ -1,0 +1,235 @@
+"""A periodic resync with the watches running: events reach the rows between the resync's pages,
+a stale list entry never undoes what the watch applied, and the resync's drift is only its own."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from inventory.models import Allocation, Cluster, SyncState
+from inventory.sync.runner import ClusterSync, Relist
+from kubesim import Sim
+from tests.inventory import truth as t
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+EXCLUSIVE = "gpu-h100-exclusive-0000"
+
+
+def _wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def _queued_pod_names(syncer: ClusterSync) -> set[str]:
+    """Names of the pods whose events the watch has queued and the writer not yet applied."""
+    names = set()
+    for queued in list(syncer._queue.queue):
+        item = queued.item
+        if queued.kind == "pods" and hasattr(item, "object"):
+            names.add(str((item.object.get("metadata") or {}).get("name")))
+    return names
+
+
+def _applied(syncer: ClusterSync) -> bool:
+    """Apply what the watches queued (the test plays the watch loop between resync steps)."""
+    syncer.apply_queued()
+    return True
+
+
+def _open(cluster: Cluster, name: str) -> bool:
+    return Allocation.objects.filter(
+        cluster=cluster, holder_kind="Pod", holder_name=name, ended_at__isnull=True
+    ).exists()
+
+
+def _watched(sim: Sim, cluster: Cluster) -> ClusterSync:
+    """A cold-synced cluster whose watches run, listed in pages of 5 (dozens of pages of pods)."""
+    syncer = ClusterSync(cluster, page_size=5)
+    syncer.full_sync()
+    syncer.start_watches()
+    return syncer
+
+
+def _last_listed_holder(sim: Sim) -> dict[str, Any]:
+    """The GPU pod that the list of pods reaches last: its entry is on the list's last pages."""
+    holders = {(a.namespace, a.name) for a in sim.truth.allocations if a.holder_kind == "Pod"}
+    pods = [
+        p
+        for p in sim.store.list_readonly("pods")
+        if (p["metadata"]["namespace"], p["metadata"]["name"]) in holders
+    ]
+    return pods[-1]
+
+
+def _gpu_pod(template: dict[str, Any], name: str) -> dict[str, Any]:
+    pod = copy.deepcopy(template)
+    pod["metadata"] = {"name": name, "namespace": pod["metadata"]["namespace"]}
+    pod["spec"]["nodeName"] = EXCLUSIVE
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    pod["status"] = {"phase": "Running", "startTime": "2026-01-06T10:00:00Z"}
+    return pod
+
+
+def test_pod_events_during_a_resync_are_committed_before_it_ends_and_survive_its_stale_entries(
+    kubesim_factory, register, mapped
+):
+    # given a watched cluster, and a resync stepped page by page
+    sim = kubesim_factory(scenario="mixed", nodes=20, seed=1, bookmark_interval=0.5)
+    cluster = register(sim)
+    syncer = _watched(sim, cluster)
+    deleted = _last_listed_holder(sim)
+    finished = next(
+        p
+        for p in sim.store.list_readonly("pods")
+        if p["spec"].get("nodeName") == EXCLUSIVE
+        and p["metadata"]["name"] != deleted["metadata"]["name"]
+        and _open(cluster, p["metadata"]["name"])
+    )
+    created = _gpu_pod(finished, "created-during-resync")
+    seen_mid_resync: dict[str, bool] = {}
+
+    def step(kind: str, number: int) -> None:
+        if kind != "pods":
+            return
+        if number == 0:
+            # when, once the pods' snapshot is taken, one pod is created, one deleted, one finishes
+            sim.store.create("pods", copy.deepcopy(created), validate=False)
+            sim.store.delete("pods", deleted["metadata"]["namespace"], deleted["metadata"]["name"])
+            done = copy.deepcopy(
+                sim.store.get("pods", finished["metadata"]["namespace"], finished["metadata"]["name"])
+            )
+            done["status"]["phase"] = "Succeeded"
+            sim.store.update("pods", done, subresource="status")
+            names = {"created-during-resync", deleted["metadata"]["name"], finished["metadata"]["name"]}
+            assert _wait_for(lambda: names <= _queued_pod_names(syncer))
+        elif number == 1:
+            seen_mid_resync.update(
+                created=_open(cluster, "created-during-resync"),
+                deleted=_open(cluster, deleted["metadata"]["name"]),
+                finished=_open(cluster, finished["metadata"]["name"]),
+            )
+
+    try:
+        report = syncer.resync(on_page=step)
+    finally:
+        syncer.stop_event.set()
+        connection.close()
+
+    # then the watch's changes were committed between the resync's pages, before it ended
+    assert seen_mid_resync == {"created": True, "deleted": False, "finished": False}
+    # and the resync's stale entries neither reopened the deleted pod nor closed the created one
+    assert _open(cluster, "created-during-resync")
+    assert not _open(cluster, deleted["metadata"]["name"])
+    assert not _open(cluster, finished["metadata"]["name"])
+    assert Allocation.objects.filter(cluster=cluster, holder_name=deleted["metadata"]["name"]).count() == 1
+    # and what the watch applied is not the resync's drift
+    assert report.drift == 0, report.changes
+    cluster.refresh_from_db()
+    assert cluster.last_drift == 0
+
+
+def test_a_resync_through_watched_churn_leaves_the_ledger_equal_to_the_cluster(
+    kubesim_factory, register, mapped
+):
+    # given a watched cluster whose pods come and go while a stepped resync lists every kind
+    sim = kubesim_factory(scenario="mixed", nodes=20, seed=1, bookmark_interval=0.5)
+    cluster = register(sim)
+    syncer = _watched(sim, cluster)
+    expected = t.truth_allocations(sim.truth)
+    template = next(p for p in sim.store.list_readonly("pods") if p["spec"].get("nodeName") == EXCLUSIVE)
+    namespace = template["metadata"]["namespace"]
+    created: list[str] = []
+
+    def step(kind: str, number: int) -> None:
+        # a pod created at every other page, every third one deleted at the next such page
+        if number % 2:
+            return
+        if len(created) % 3 == 2:
+            sim.store.delete("pods", namespace, created[-1])
+            del expected[("Pod", namespace, created[-1], "nvidia.com/gpu", 1)]
+        name = f"churn-{kind}-{number}"
+        sim.store.create("pods", _gpu_pod(template, name), validate=False)
+        created.append(name)
+        expected[("Pod", namespace, name, "nvidia.com/gpu", 1)] += 1
+
+    try:
+        report = syncer.resync(on_page=step)
+        # then the ledger converges on the cluster, with no drift counted for the watch's changes
+        assert _wait_for(lambda: _applied(syncer) and t.open_allocations(cluster) == expected)
+    finally:
+        syncer.stop_event.set()
+        connection.close()
+    assert len(created) > 10
+    assert report.drift == 0, report.changes
+    # and a cold resync of the same state finds nothing to repair
+    assert ClusterSync(cluster, page_size=50).full_sync(record_drift=True).drift == 0
+
+
+def _relist_queued(syncer: ClusterSync, kind: str) -> bool:
+    return any(q.kind == kind and isinstance(q.item, Relist) for q in list(syncer._queue.queue))
+
+
+def test_a_410_queued_before_a_resync_lists_that_kind_is_served_by_its_list(
+    kubesim_factory, register, mapped
+):
+    # given a watched cluster whose pods watch answered 410 just before a resync
+    sim = kubesim_factory(scenario="mixed", nodes=20, seed=1, bookmark_interval=0.5)
+    cluster = register(sim)
+    syncer = _watched(sim, cluster)
+    relists_before = SyncState.objects.get(cluster=cluster, kind="pods").relists
+    sim.faults.add("expire_watch", verbs="watch", resources="pods", count=1)
+    sim.store.close_watches("pods")
+    assert _wait_for(lambda: _relist_queued(syncer, "pods"))
+    template = next(p for p in sim.store.list_readonly("pods") if p["spec"].get("nodeName") == EXCLUSIVE)
+    try:
+        # when the resync runs
+        report = syncer.resync()
+        # then the pods were listed once, by the resync, and their new watch delivers what follows
+        assert SyncState.objects.get(cluster=cluster, kind="pods").relists == relists_before + 1
+        assert report.drift == 0, report.changes
+        sim.store.create("pods", _gpu_pod(template, "after-the-410"), validate=False)
+        assert _wait_for(lambda: _applied(syncer) and _open(cluster, "after-the-410"))
+    finally:
+        syncer.stop_event.set()
+        connection.close()
+
+
+def test_a_410_while_a_resync_lists_that_kind_restarts_its_watch_from_that_list(
+    kubesim_factory, register, mapped
+):
+    # given a watched cluster, and a resync stepped page by page
+    sim = kubesim_factory(scenario="mixed", nodes=20, seed=1, bookmark_interval=0.5)
+    cluster = register(sim)
+    syncer = _watched(sim, cluster)
+    template = next(p for p in sim.store.list_readonly("pods") if p["spec"].get("nodeName") == EXCLUSIVE)
+    relists_before = SyncState.objects.get(cluster=cluster, kind="pods").relists
+
+    def step(kind: str, number: int) -> None:
+        if (kind, number) == ("pods", 0):
+            # when, once the pods' snapshot is taken, a pod is created and the pods watch is told 410
+            sim.store.create("pods", _gpu_pod(template, "beside-the-410"), validate=False)
+            sim.faults.add("expire_watch", verbs="watch", resources="pods", count=1)
+            sim.store.close_watches("pods")
+            assert _wait_for(lambda: _relist_queued(syncer, "pods"))
+
+    try:
+        syncer.resync(on_page=step)
+        # then the kind's watch restarts from the list (the snapshot and a watch from it are complete)
+        # and the pod created past the snapshot reaches the ledger
+        assert SyncState.objects.get(cluster=cluster, kind="pods").relists == relists_before + 1
+        assert _wait_for(lambda: _applied(syncer) and _open(cluster, "beside-the-410"))
+        sim.store.create("pods", _gpu_pod(template, "after-the-410"), validate=False)
+        assert _wait_for(lambda: _applied(syncer) and _open(cluster, "after-the-410"))
+    finally:
+        syncer.stop_event.set()
+        connection.close()
