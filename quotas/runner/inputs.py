@@ -120,15 +120,18 @@ def engine_flavor(flavor: Flavor) -> engine.FlavorSpec:
     )
 
 
+_HELD_SQL = f"SELECT flavor_id, resource, held FROM {FlavorHold._meta.db_table} WHERE flavor_id = ANY(%s)"  # noqa: S608
+
+
 def held_by_flavor(flavors: list[Flavor]) -> dict[uuid.UUID, dict[str, int]]:
     """What admitted and active requests hold, per flavor and resource. On PostgreSQL one indexed read
     of the trigger-kept `FlavorHold` counters; on SQLite (the demo) a sum over the holding requests."""
     held: dict[uuid.UUID, dict[str, int]] = {f.pk: {} for f in flavors}
     if connection.vendor == "postgresql":
-        for flavor_id, resource, total in FlavorHold.objects.filter(flavor__in=flavors).values_list(
-            "flavor_id", "resource", "held"
-        ):
-            held[flavor_id][resource] = total
+        with connection.cursor() as cursor:  # a constant text: no ORM query built under the flavor lock
+            cursor.execute(_HELD_SQL, [list(held)])
+            for flavor_id, resource, total in cursor.fetchall():
+                held[flavor_id][resource] = total
         return held
     names = sorted({r for flavor in flavors for r in flavor.resource_names})
     sums = {
