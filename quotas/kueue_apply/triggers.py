@@ -39,18 +39,32 @@ class _Batch:
                     "pk", flat=True
                 )
             )
-        elif self.request_ids:
+        elif self.request_ids and (kueue := _kueue_cluster_ids()):
             ids.update(
                 str(pk)
                 for pk in CapacityRequest.objects.filter(
-                    pk__in=self.request_ids,
-                    flavor__pool__cluster__enforcement_backend=EnforcementBackend.KUEUE,
+                    pk__in=self.request_ids, flavor__pool__cluster_id__in=kueue
                 )
+                .order_by()
                 .values_list("flavor__pool__cluster_id", flat=True)
                 .distinct()
             )
         for cluster_id in sorted(ids):
             current_app.signature(APPLY_TASK, args=(cluster_id,)).delay()
+
+
+def _kueue_cluster_ids() -> list[str]:
+    """The clusters in kueue mode now. Read after the moves committed, as the join it guards: a
+    cluster switched before this read is seen here; one switched after it is applied by the switch's
+    own apply, which runs after its commit and so sees these requests. Most fleets have no kueue
+    cluster: then this read of a few rows replaces the four-table join (~3 ms of planning alone) that
+    every admission's commit ran to find nothing."""
+    with connection.cursor() as cursor:
+        cursor.execute(_KUEUE_CLUSTERS, [EnforcementBackend.KUEUE.value])
+        return [str(row[0]) for row in cursor.fetchall()]
+
+
+_KUEUE_CLUSTERS = f"SELECT id FROM {Cluster._meta.db_table} WHERE enforcement_backend = %s"  # noqa: S608
 
 
 def _batch() -> _Batch:

@@ -120,15 +120,18 @@ def engine_flavor(flavor: Flavor) -> engine.FlavorSpec:
     )
 
 
+_HELD_SQL = f"SELECT flavor_id, resource, held FROM {FlavorHold._meta.db_table} WHERE flavor_id = ANY(%s)"  # noqa: S608
+
+
 def held_by_flavor(flavors: list[Flavor]) -> dict[uuid.UUID, dict[str, int]]:
     """What admitted and active requests hold, per flavor and resource. On PostgreSQL one indexed read
     of the trigger-kept `FlavorHold` counters; on SQLite (the demo) a sum over the holding requests."""
     held: dict[uuid.UUID, dict[str, int]] = {f.pk: {} for f in flavors}
     if connection.vendor == "postgresql":
-        for flavor_id, resource, total in FlavorHold.objects.filter(flavor__in=flavors).values_list(
-            "flavor_id", "resource", "held"
-        ):
-            held[flavor_id][resource] = total
+        with connection.cursor() as cursor:  # a constant text: no ORM query built under the flavor lock
+            cursor.execute(_HELD_SQL, [list(held)])
+            for flavor_id, resource, total in cursor.fetchall():
+                held[flavor_id][resource] = total
         return held
     names = sorted({r for flavor in flavors for r in flavor.resource_names})
     sums = {
@@ -197,6 +200,34 @@ def request_record(
     )
 
 
+# The cohort's live requests, as `LIVE_FIELDS` in the ORM's order (newest first, then id). On
+# PostgreSQL one constant text over arrays: building the ORM's query (a filter of three IN lists, two
+# casts) and converting its rows took ~3 ms a decision, more than running it (~0.7 ms for 140 rows).
+_LIVE_SQL = f"""
+    SELECT id, tenant_id, queue_id, flavor_id, priority_class_id, amounts::text, created_order,
+           duration_seconds, approval, state, admitted_order, expires_at, reason_code, message,
+           queue_position, cohort_position, fallback_flavors::text
+    FROM {CapacityRequest._meta.db_table}
+    WHERE flavor_id = ANY(%s) AND state = ANY(%s) AND tenant_id = ANY(%s)
+    ORDER BY created_at DESC, id
+"""  # noqa: S608 - a constant table name
+_LIVE_STATES = [str(state) for state in (*HOLDING, RequestState.PENDING)]
+
+
+def _live_rows(*, tenant_ids: list[uuid.UUID], flavor_ids: list[uuid.UUID]) -> Iterable[tuple[Any, ...]]:
+    if connection.vendor != "postgresql":
+        return (
+            CapacityRequest.objects.filter(
+                tenant_id__in=tenant_ids, flavor_id__in=flavor_ids, state__in=_LIVE_STATES
+            )
+            .annotate(**JSON_AS_TEXT)
+            .values_list(*LIVE_FIELDS)
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(_LIVE_SQL, [flavor_ids, _LIVE_STATES, tenant_ids])
+        return cursor.fetchall()
+
+
 def build_snapshot(
     *,
     root_path: str,
@@ -219,13 +250,7 @@ def build_snapshot(
         # decides (`with_fallbacks`); the others are only context here and are not decided.
         return tuple(by_text[i] for i in ids or () if i in by_text)
 
-    live = (
-        CapacityRequest.objects.filter(
-            tenant_id__in=slug_of, flavor_id__in=flavor_ids, state__in=[*HOLDING, RequestState.PENDING]
-        )
-        .annotate(**JSON_AS_TEXT)
-        .values_list(*LIVE_FIELDS)
-    )
+    live = _live_rows(tenant_ids=list(slug_of), flavor_ids=flavor_ids)
     active: list[engine.ActiveAllocation] = []
     pending: list[engine.PendingRequest] = []
     for (

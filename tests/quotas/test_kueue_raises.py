@@ -110,3 +110,39 @@ def test_requests_moved_in_one_transaction_queue_one_apply_of_their_cluster(cast
         batches = [entry[1] for entry in connection.run_on_commit if isinstance(entry[1], _Batch)]
         # one batch for the transaction, with both requests; their cluster is read at commit
         assert len(batches) == 1 and batches[0].request_ids == {first["id"], second["id"]}
+
+
+def test_a_switch_to_kueue_is_seen_by_the_very_next_admission(
+    cast,
+    api,
+    eager,
+    kueue,  # noqa: F811
+    sim_cluster,  # noqa: F811
+):
+    # given the cluster still enforces through ResourceQuotas, and an admission there raised nothing
+    ask(api, cast.alice, 1)
+    assert not KueueApplyState.objects.filter(cluster=sim_cluster).exists()
+    # when it is switched to Kueue (its own apply: 4 + the 1 already held) and alice asks for 2 more
+    switch(cast, sim_cluster, "kueue")
+    assert h100_nominal(kueue) == "5"
+    ask(api, cast.alice, 2)
+    # then that very admission raises vision's ClusterQueue: nothing of "no kueue cluster" was kept
+    assert h100_nominal(kueue) == "7"
+
+
+def test_without_a_kueue_cluster_a_commit_reads_only_the_kueue_clusters(
+    cast,
+    api,
+    sim_cluster,  # noqa: F811
+    django_assert_num_queries,
+):
+    # given a fleet with no kueue cluster and a request admitted on it
+    created = ask(api, cast.alice, 1)
+    # when its move's batch runs at commit, it reads which clusters are in kueue mode: none, so the
+    # join of the moved requests to their clusters is not run and nothing is queued
+    batch = _Batch()
+    batch.request_ids.add(created["id"])
+    with django_assert_num_queries(1) as captured:
+        batch()
+    (sql,) = [q["sql"] for q in captured.captured_queries]
+    assert "inventory_cluster" in sql and "quotas_capacityrequest" not in sql
