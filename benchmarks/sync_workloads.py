@@ -94,27 +94,14 @@ def _status(rng: random.Random, namespace: str, pods: int, gpus: int) -> dict[st
             }
         ],
     }
+    queue = admission["clusterQueue"]
+    reserved = _condition("QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {queue}")
     roll = rng.random()
     if roll < 0.5:
         return {
             "admission": admission,
-            "conditions": [
-                _condition(
-                    "QuotaReserved",
-                    "True",
-                    "QuotaReserved",
-                    f"Quota reserved in ClusterQueue {admission['clusterQueue']}",
-                ),
-                _condition("Admitted", "True", "Admitted", "The workload is admitted"),
-            ],
-            "admissionChecks": [
-                {
-                    "name": "gpuplatform-budget",
-                    "state": "Ready",
-                    "message": "within budget",
-                    "lastTransitionTime": WHEN,
-                }
-            ],
+            "conditions": [reserved, _condition("Admitted", "True", "Admitted", "The workload is admitted")],
+            "admissionChecks": [_budget_check("Ready", "within budget")],
         }
     if roll < 0.83:
         return {
@@ -129,20 +116,13 @@ def _status(rng: random.Random, namespace: str, pods: int, gpus: int) -> dict[st
             ],
             "resourceRequests": [{"name": "main", "resources": usage}],
         }
-    return {
-        "admission": admission,
-        "conditions": [
-            _condition(
-                "QuotaReserved",
-                "True",
-                "QuotaReserved",
-                f"Quota reserved in ClusterQueue {admission['clusterQueue']}",
-            )
-        ],
-        "admissionChecks": [
-            {"name": "gpuplatform-budget", "state": "Pending", "message": "", "lastTransitionTime": WHEN}
-        ],
-    }
+    waiting = _budget_check("Pending", "")
+    return {"admission": admission, "conditions": [reserved], "admissionChecks": [waiting]}
+
+
+def _budget_check(state: str, message: str) -> dict[str, Any]:
+    """gpuplatform's admission check on the Workload, as Kueue keeps its state."""
+    return {"name": "gpuplatform-budget", "state": state, "message": message, "lastTransitionTime": WHEN}
 
 
 def workload_objects(*, count: int, namespaces: list[str], seed: int) -> list[dict[str, Any]]:
