@@ -11,6 +11,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from rest_framework import mixins, serializers
+from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
 from gpuplatform.api.viewsets import ScopedViewSet
@@ -180,7 +181,7 @@ class _UnscopedViewSet(mixins.ListModelMixin, ScopedViewSet):
 
 @pytest.mark.django_db
 def test_the_scoping_door_refuses_a_queryset_without_visible_to(cast):
-    request = APIRequestFactory().get("/x")
+    request = Request(APIRequestFactory().get("/x"))
     request.user = cast.pat
     view = _UnscopedViewSet()
     view.request = request

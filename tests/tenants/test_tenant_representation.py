@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
 from gpuplatform.api.serializers import StrictModelSerializer
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 def rendered_both_ways(user, tenants):
     view = TenantViewSet()
-    view.request = APIRequestFactory().get("/")
+    view.request = Request(APIRequestFactory().get("/"))
     view.request.user = user
     view.format_kwarg = None
     annotated = {t.pk: t for t in view.get_queryset().filter(pk__in=[t.pk for t in tenants])}
