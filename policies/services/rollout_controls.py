@@ -93,7 +93,7 @@ def abort_rollout(*, actor: User, rollout_id: uuid.UUID | str) -> Rollout:
             action="rollout.aborted",
             obj=rollout,
             before={"state": before},
-            after={"kept": kept, "stopped": stopped, "message": rollout.message},
+            after={"state": rollout.state, "kept": kept, "stopped": stopped, "message": rollout.message},
         )
     cluster = rollout.pool.cluster
     for row in uncordon:

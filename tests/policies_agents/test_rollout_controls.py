@@ -118,6 +118,13 @@ def test_an_abort_keeps_applied_nodes_and_leaves_the_others_on_what_they_ran(cas
         "h100-node-2": ("applied", 1, 1),
     }
     assert aborted.message == "aborted by pat: 1 node(s) keep r2, 1 stay on what they ran"
+    # audited in the shape of a stop: who, the state before and after, what was kept and stopped
+    event = AuditEvent.objects.get(action="rollout.aborted", object_id=str(rollout.pk))
+    assert (event.actor, event.before, event.after) == (
+        cast.pat,
+        {"state": "running"},
+        {"state": "cancelled", "kept": 1, "stopped": 1, "message": aborted.message},
+    )
     advance_rollout(rollout_id=rollout.pk)  # a late driver pass changes nothing
     assert states(pool)["h100-node-1"] == ("applied", 1, 1)
     with pytest.raises(Conflict):
