@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -172,3 +173,21 @@ def h100_cards(
                 unavailable=blocked.get((n, index), ""),
             )
     return the_pool
+
+
+def running_gpu_pod(
+    template: dict[str, Any], name: str, *, node: str, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A copy of a kubesim pod, renamed, bound to ``node`` and running with one whole GPU: the pod a
+    watch test creates to see it reach its row."""
+    pod = copy.deepcopy(template)
+    pod["metadata"] = {"name": name, "namespace": pod["metadata"]["namespace"]}
+    if labels:
+        pod["metadata"]["labels"] = labels
+    pod["spec"]["nodeName"] = node
+    pod["spec"]["containers"][0]["resources"] = {
+        "limits": {"nvidia.com/gpu": "1"},
+        "requests": {"nvidia.com/gpu": "1"},
+    }
+    pod["status"] = {"phase": "Running", "startTime": "2026-01-06T10:00:00Z"}
+    return pod

@@ -15,6 +15,7 @@ from inventory.models import Allocation, Cluster, SyncState
 from inventory.sync.runner import ClusterSync, Relist
 from kubesim import Sim
 from tests.inventory import truth as t
+from tests.inventory.factories import running_gpu_pod
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,15 +72,6 @@ def _last_listed_holder(sim: Sim) -> dict[str, Any]:
     return pods[-1]
 
 
-def _gpu_pod(template: dict[str, Any], name: str) -> dict[str, Any]:
-    pod = copy.deepcopy(template)
-    pod["metadata"] = {"name": name, "namespace": pod["metadata"]["namespace"]}
-    pod["spec"]["nodeName"] = EXCLUSIVE
-    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
-    pod["status"] = {"phase": "Running", "startTime": "2026-01-06T10:00:00Z"}
-    return pod
-
-
 def test_pod_events_during_a_resync_are_committed_before_it_ends_and_survive_its_stale_entries(
     kubesim_factory, register, mapped
 ):
@@ -95,7 +87,7 @@ def test_pod_events_during_a_resync_are_committed_before_it_ends_and_survive_its
         and p["metadata"]["name"] != deleted["metadata"]["name"]
         and _open(cluster, p["metadata"]["name"])
     )
-    created = _gpu_pod(finished, "created-during-resync")
+    created = running_gpu_pod(finished, "created-during-resync", node=EXCLUSIVE)
     seen_mid_resync: dict[str, bool] = {}
 
     def step(kind: str, number: int) -> None:
@@ -158,7 +150,7 @@ def test_a_resync_through_watched_churn_leaves_the_ledger_equal_to_the_cluster(
             sim.store.delete("pods", namespace, created[-1])
             del expected[("Pod", namespace, created[-1], "nvidia.com/gpu", 1)]
         name = f"churn-{kind}-{number}"
-        sim.store.create("pods", _gpu_pod(template, name), validate=False)
+        sim.store.create("pods", running_gpu_pod(template, name, node=EXCLUSIVE), validate=False)
         created.append(name)
         expected[("Pod", namespace, name, "nvidia.com/gpu", 1)] += 1
 
@@ -197,7 +189,7 @@ def test_a_410_queued_before_a_resync_lists_that_kind_is_served_by_its_list(
         # then the pods were listed once, by the resync, and their new watch delivers what follows
         assert SyncState.objects.get(cluster=cluster, kind="pods").relists == relists_before + 1
         assert report.drift == 0, report.changes
-        sim.store.create("pods", _gpu_pod(template, "after-the-410"), validate=False)
+        sim.store.create("pods", running_gpu_pod(template, "after-the-410", node=EXCLUSIVE), validate=False)
         assert _wait_for(lambda: _applied(syncer) and _open(cluster, "after-the-410"))
     finally:
         syncer.stop_event.set()
@@ -217,7 +209,8 @@ def test_a_410_while_a_resync_lists_that_kind_restarts_its_watch_from_that_list(
     def step(kind: str, number: int) -> None:
         if (kind, number) == ("pods", 0):
             # when, once the pods' snapshot is taken, a pod is created and the pods watch is told 410
-            sim.store.create("pods", _gpu_pod(template, "beside-the-410"), validate=False)
+            beside = running_gpu_pod(template, "beside-the-410", node=EXCLUSIVE)
+            sim.store.create("pods", beside, validate=False)
             sim.faults.add("expire_watch", verbs="watch", resources="pods", count=1)
             sim.store.close_watches("pods")
             assert _wait_for(lambda: _relist_queued(syncer, "pods"))
@@ -228,7 +221,7 @@ def test_a_410_while_a_resync_lists_that_kind_restarts_its_watch_from_that_list(
         # and the pod created past the snapshot reaches the ledger
         assert SyncState.objects.get(cluster=cluster, kind="pods").relists == relists_before + 1
         assert _wait_for(lambda: _applied(syncer) and _open(cluster, "beside-the-410"))
-        sim.store.create("pods", _gpu_pod(template, "after-the-410"), validate=False)
+        sim.store.create("pods", running_gpu_pod(template, "after-the-410", node=EXCLUSIVE), validate=False)
         assert _wait_for(lambda: _applied(syncer) and _open(cluster, "after-the-410"))
     finally:
         syncer.stop_event.set()

@@ -15,6 +15,7 @@ from django.db import connection
 from inventory.models import Allocation
 from inventory.sync.runner import ClusterSync
 from tests.inventory import truth as t
+from tests.inventory.factories import running_gpu_pod
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,18 +36,6 @@ def _wait_for(predicate, timeout=30.0):
             return True
         time.sleep(0.2)
     return predicate()
-
-
-def _new_pod(template, name, node):
-    pod = copy.deepcopy(template)
-    pod["metadata"] = {"name": name, "namespace": pod["metadata"]["namespace"], "labels": {"app": "churn"}}
-    pod["spec"]["nodeName"] = node
-    pod["spec"]["containers"][0]["resources"] = {
-        "limits": {"nvidia.com/gpu": "1"},
-        "requests": {"nvidia.com/gpu": "1"},
-    }
-    pod["status"] = {"phase": "Running", "startTime": "2026-01-06T10:00:00Z"}
-    return pod
 
 
 def test_churn_with_cut_watches_and_forced_410s_keeps_the_inventory_and_the_ledger_exact(
@@ -78,7 +67,7 @@ def test_churn_with_cut_watches_and_forced_410s_keeps_the_inventory_and_the_ledg
     for step in range(120):
         action = rng.choice(["create", "delete", "succeed"])
         if action == "create":
-            pod = _new_pod(template, f"churn-{step:04d}", EXCLUSIVE)
+            pod = running_gpu_pod(template, f"churn-{step:04d}", node=EXCLUSIVE, labels={"app": "churn"})
             store.create("pods", pod, validate=False)
             created.append((pod["metadata"]["namespace"], pod["metadata"]["name"]))
             expected[("Pod", pod["metadata"]["namespace"], pod["metadata"]["name"], "nvidia.com/gpu", 1)] += 1
@@ -125,9 +114,9 @@ def test_churn_with_cut_watches_and_forced_410s_keeps_the_inventory_and_the_ledg
             assert interval.ended_at >= interval.started_at
     # (a pod created and removed while a watch was down and before the re-list is invisible to any
     # watcher: only pods still alive are sure to be in the ledger)
-    for pod in created:
-        if pod not in ended:
-            assert any(k[:2] == pod for k in rows), f"created pod {pod} never entered the ledger"
+    for holder in created:
+        if holder not in ended:
+            assert any(k[:2] == holder for k in rows), f"created pod {holder} never entered the ledger"
 
 
 def test_a_node_event_keeps_the_dra_devices_its_slices_publish(kubesim_factory, register, mapped):
