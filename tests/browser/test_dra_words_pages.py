@@ -101,7 +101,9 @@ def test_not_offered_on_oversubscription_binding_on_the_node_and_a_stopped_rollo
         _fits(page)
         # at phone width each flavor is a card of labelled figures, nothing to scroll sideways
         box = page.locator(".table-scroll")
-        assert box.evaluate("e => e.scrollWidth <= e.clientWidth"), f"the table scrolls sideways at {width} px"
+        assert box.evaluate("e => e.scrollWidth <= e.clientWidth"), (
+            f"the table scrolls sideways at {width} px"
+        )
         if width == 375:
             expect(page.get_by_text("GE ÷ cards").first).to_be_visible()
         shot(page, f"oversubscription-{width}")
