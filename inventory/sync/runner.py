@@ -13,6 +13,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -25,6 +26,7 @@ from gpuplatform.backoff import backoff_seconds
 from inventory import kube
 from inventory.cluster_access import client_for
 from inventory.models import Cluster, EnforcementBackend, SyncKind, SyncState
+from inventory.sync.collector import no_full_collections
 from inventory.sync.context import SyncContext
 from inventory.sync.handlers import ListState, apply_deletes, apply_upserts, finish_list, observe_page
 from inventory.sync.heartbeats import beat_after_batch
@@ -256,10 +258,13 @@ class ClusterSync:
         if record_drift is None:
             record_drift = self.cluster.last_full_resync_at is not None
         report = SyncReport()
-        for kind in self.kinds:
-            report.changes[kind], report.objects[kind] = self._with_retries(
-                kind, lambda k=kind: self.list_kind(k, live=live, on_page=on_page)
-            )
+        # A cold sync without full garbage collections (inventory/sync/collector.py); a resync lists
+        # with the watches running and is left as it was.
+        with no_full_collections() if not live else nullcontext():
+            for kind in self.kinds:
+                report.changes[kind], report.objects[kind] = self._with_retries(
+                    kind, lambda k=kind: self.list_kind(k, live=live, on_page=on_page)
+                )
         updates: dict[str, Any] = {"last_full_resync_at": timezone.now()}
         if record_drift:
             updates.update(last_drift=report.drift, total_drift=self.cluster.total_drift + report.drift)

@@ -22,6 +22,7 @@ from inventory.domain.kueue_workloads import (
 )
 from inventory.models import KueueApplyState, Workload
 from inventory.ports import kueue_check_pending
+from inventory.sync.bulk import insert_values
 from inventory.sync.context import SyncContext, k8s_time
 
 FIELDS = (
@@ -60,13 +61,17 @@ def _local_queues(ctx: SyncContext) -> set[tuple[str, str]]:
 
 
 def apply_workloads(ctx: SyncContext, objects: list[dict[str, Any]]) -> int:
-    """Upsert one page or batch; returns how many rows changed."""
+    """Upsert one page or batch; returns how many rows changed.
+
+    New rows go in together by COPY (``insert_values``), in the order of the page: one
+    ``Workload.objects.create`` each was ~1.5 ms a Workload, 38 s of a cold sync with 20,000."""
     queues = _local_queues(ctx)
     parsed = [p for p in (parse_workload(o) for o in objects) if p.uid]
     existing = {
         w.uid: w for w in Workload.objects.filter(cluster=ctx.cluster, uid__in=[p.uid for p in parsed])
     }
     now, changed, waiting = timezone.now(), 0, False
+    new: list[dict[str, Any]] = []
     for p in parsed:
         known_queue = (p.namespace, p.queue_name) in queues
         tenant_id = ctx.tenant_for(p.namespace) if known_queue else None
@@ -102,7 +107,7 @@ def apply_workloads(ctx: SyncContext, objects: list[dict[str, Any]]) -> int:
         }
         row = existing.get(p.uid)
         if row is None:
-            Workload.objects.create(cluster=ctx.cluster, uid=p.uid, updated_at=now, **values)
+            new.append({"cluster_id": ctx.cluster.pk, "uid": p.uid, "updated_at": now, **values})
             changed += 1
             waiting = waiting or _waits_on_gpuplatform(p)
         elif any(getattr(row, k) != v for k, v in values.items()):
@@ -112,6 +117,7 @@ def apply_workloads(ctx: SyncContext, objects: list[dict[str, Any]]) -> int:
             row.save(update_fields=list(FIELDS))
             changed += 1
             waiting = waiting or _waits_on_gpuplatform(p)
+    insert_values(Workload, new)
     if waiting:
         cluster_id = str(ctx.cluster.pk)
         transaction.on_commit(lambda: kueue_check_pending.send(sender=Workload, cluster_id=cluster_id))
