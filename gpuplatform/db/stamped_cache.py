@@ -45,6 +45,14 @@ class StampedCache(Generic[V]):
                 self._values[key] = (stamp, value)
         return value
 
+    def put_at(self, stamp: int, values: dict[Hashable, V]) -> None:
+        """Cache ``values`` under ``stamp``, read (as `get_at` requires) before they were."""
+        with self._lock:
+            if len(self._values) + len(values) > self._limit:
+                self._values.clear()
+            for key, value in values.items():
+                self._values[key] = (stamp, value)
+
     def stamp(self) -> int | None:
         """The stamp now; None where nothing is cached."""
         if connection.vendor != "postgresql":

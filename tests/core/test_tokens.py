@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from rest_framework.throttling import SimpleRateThrottle
 
 from gpuplatform.accounts.models import ApiToken
-from gpuplatform.accounts.tokens import issue_api_token
+from gpuplatform.accounts.tokens import authenticate_token, issue_api_token
 from tests.fixtures.people import make_user
 from tests.helpers import assert_problem, database_state
 
@@ -146,3 +146,40 @@ def test_throttling_per_token(cast, monkeypatch):
     assert_problem(response, 429, "rate_limited")
     assert int(response["Retry-After"]) > 0
     assert other.get("/api/v1/me/").status_code == 200
+
+
+def test_the_token_limit_is_a_sliding_window_counting_only_what_passed(cast, monkeypatch):
+    # DRF's clock (time.time) set by hand: the window slides with each request, a refused request does
+    # not count, and Retry-After is the time until the oldest counted request leaves the window.
+    clock = [1_000_000.0]
+    monkeypatch.setattr(SimpleRateThrottle, "timer", staticmethod(lambda: clock[0]))
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"token": "2/minute", "user": "1000/minute"})
+    one = bearer(issue_api_token(actor=cast.alice, name="t1", scopes=["read"]).plaintext)
+
+    def at(seconds: float) -> tuple[int, str | None]:
+        clock[0] = 1_000_000.0 + seconds
+        response = one.get("/api/v1/me/")
+        return response.status_code, response.headers.get("Retry-After")
+
+    assert at(0) == (200, None)
+    assert at(20) == (200, None)
+    assert at(35) == (429, "25")  # the one at 0 leaves at 60
+    assert at(59.5) == (429, "1")
+    assert at(60) == (200, None)  # at 60 the one at 0 has left: 20 and 60 now count
+    assert at(70) == (429, "10")  # the refused ones at 35 and 59.5 never counted
+    assert at(80.5) == (200, None)
+
+
+def test_the_token_read_per_request_equals_the_orm_read_field_for_field(cast):
+    # Each request reads its token and user by one constant SQL text (accounts/tokens.py); it must give
+    # what the ORM's select_related read gives, for every column, converted alike (scopes as a list).
+    issued = issue_api_token(actor=cast.alice, name="ci", scopes=["read", "write"])
+    token = authenticate_token(issued.plaintext)
+    expected = ApiToken.objects.select_related("user").get(pk=issued.token.pk)
+
+    def columns(row):
+        return {f.attname: getattr(row, f.attname) for f in type(row)._meta.concrete_fields}
+
+    assert columns(token) == columns(expected) and token.scopes == ["read", "write"]
+    assert columns(token.user) == columns(expected.user) and token.user.username == "alice"
+    assert not token._state.adding and token._state.db == expected._state.db

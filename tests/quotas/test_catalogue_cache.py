@@ -108,3 +108,42 @@ def test_a_tenant_suspended_above_is_refused_at_the_next_submission(cast):
     with pytest.raises(Conflict) as refused:
         submit_request(actor=cast.alice, tenant="vision", flavor="h100", amount=1)
     assert refused.value.code == "tenant_suspended"
+
+
+# A tenant not yet cached brings its whole cohort's names in: the siblings' submissions then read no
+# tenant or queue by name, and are refused or hidden exactly as before.
+
+
+def test_a_sibling_of_a_cached_team_is_named_without_reading_tenants_or_queues(
+    cast, django_assert_max_num_queries
+):
+    catalog = make_catalog(cast)
+    submit_request(actor=cast.alice, tenant="vision", flavor="h100", amount=1)
+
+    with django_assert_max_num_queries(50) as captured:
+        submitted = submit_request(actor=cast.bob, tenant="nlp", flavor="h100", amount=1).request
+    assert (submitted.tenant_id, submitted.queue_id) == (cast.nlp.pk, catalog.nlp_queue.pk)
+    statements = [q["sql"] for q in captured.captured_queries]
+    assert not [sql for sql in statements if '"tenants_tenant"."slug" =' in sql]
+    assert not [sql for sql in statements if 'FROM "quotas_queue"' in sql]
+
+
+def test_a_sibling_cached_by_another_requester_is_still_hidden_from_outsiders(cast, api):
+    make_catalog(cast)
+    assert ask(api(cast.pat)).status_code == 201  # vision's cohort, nlp with it, now cached
+
+    for outsider in (cast.alice, cast.charlie):  # alice administers vision, not its sibling nlp
+        assert_problem(ask(api(outsider), tenant="nlp"), 404, "tenant_not_found")
+    assert ask(api(cast.bob), tenant="nlp").status_code == 201
+
+
+def test_a_sibling_suspended_or_given_a_new_first_queue_is_seen_by_its_next_submission(cast):
+    make_catalog(cast)
+    submit_request(actor=cast.alice, tenant="vision", flavor="h100", amount=1)
+
+    first = Queue.objects.create(tenant=cast.nlp, name="aaa-first")
+    assert submit_request(actor=cast.bob, tenant="nlp", flavor="h100", amount=1).request.queue_id == first.pk
+    Tenant.objects.filter(pk=cast.nlp.pk).update(state="suspended")
+    with pytest.raises(Conflict) as refused:
+        submit_request(actor=cast.bob, tenant="nlp", flavor="h100", amount=1)
+    assert refused.value.code == "tenant_suspended"
