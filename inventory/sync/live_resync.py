@@ -12,18 +12,33 @@ from its resourceVersion), so
 - ``finish_list`` treats the touched keys as seen, so an object the watch created during the list is
   not closed as vanished, nor one it deleted closed twice.
 
+The list's end is made in parts too (``stored_key_parts``, ``vanished_parts``): reading the open
+intervals of 150,000 pods or the uids of 100,000 claims in one query, then closing what vanished in
+one transaction, held the watches' events for seconds. Reading the stored keys in parts with the
+watch applying events between them finds the same vanished keys: the only writer between the parts
+is the watch, and what it touches is taken as seen.
+
 Keys are ``handlers.object_key``: what ``ListState`` and ``finish_list`` compare (uids for holders
 and Workloads, names for nodes, slices, classes and rules).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import QuerySet
+
 from inventory.domain.raw_fields import dig
-from inventory.sync.handlers import object_key
+from inventory.models import Allocation, HolderKind, ResourceClaim, SyncKind
+from inventory.sync.context import SyncContext
+from inventory.sync.handlers import object_key, stored_keys
+
+# Keys read per query at a live list's end, and vanished keys closed per transaction: each part
+# takes tens of milliseconds, so the watch's events wait for one part, not for the whole end.
+READ_PART = 10_000
+CLOSE_PART = 500
 
 
 @dataclass
@@ -66,3 +81,38 @@ def entries_to_apply(
                 continue
         kept.append(obj)
     return kept
+
+
+def stored_key_parts(ctx: SyncContext, kind: str) -> Iterator[set[str]]:
+    """``handlers.stored_keys`` in parts, for the two kinds that hold over a hundred thousand keys at
+    5,000 nodes (pods' open intervals, claims); the others' are read in one query."""
+    open_holders = Allocation.objects.filter(cluster=ctx.cluster, ended_at__isnull=True)
+    if kind == SyncKind.PODS:
+        yield from _key_parts(open_holders.filter(holder_kind=HolderKind.POD), "holder_uid")
+    elif kind == SyncKind.RESOURCE_CLAIMS:
+        yield from _key_parts(ResourceClaim.objects.filter(cluster=ctx.cluster, present=True), "uid")
+        yield from _key_parts(open_holders.filter(holder_kind=HolderKind.CLAIM), "holder_uid")
+    else:
+        yield stored_keys(ctx, kind)
+
+
+def _key_parts(rows: QuerySet[Any], key: str) -> Iterator[set[str]]:
+    """The distinct values of ``key`` among ``rows``, READ_PART at a time in key order (each part
+    starts past the last: an index range scan, not an offset)."""
+    after: str | None = None
+    while True:
+        part = rows if after is None else rows.filter(**{f"{key}__gt": after})
+        keys = list(part.order_by(key).values_list(key, flat=True).distinct()[:READ_PART])
+        yield set(keys)
+        if len(keys) < READ_PART:
+            return
+        after = keys[-1]
+
+
+def vanished_parts(live: LiveList, gone: set[str]) -> Iterator[set[str]]:
+    """The vanished keys in parts of CLOSE_PART, each without what the watch touched meanwhile (the
+    watch's to close; the list would count it as drift). At least one part, empty when nothing
+    vanished, as ``finish_list`` closes an empty set too."""
+    ordered = sorted(gone)
+    for start in range(0, max(len(ordered), 1), CLOSE_PART):
+        yield {key for key in ordered[start : start + CLOSE_PART] if key not in live.touched}

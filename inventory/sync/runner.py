@@ -26,9 +26,16 @@ from inventory import kube
 from inventory.cluster_access import client_for
 from inventory.models import Cluster, EnforcementBackend, SyncKind, SyncState
 from inventory.sync.context import SyncContext
-from inventory.sync.handlers import ListState, apply_deletes, apply_upserts, finish_list, observe_page
+from inventory.sync.handlers import (
+    ListState,
+    apply_deletes,
+    apply_upserts,
+    close_vanished,
+    finish_list,
+    observe_page,
+)
 from inventory.sync.heartbeats import beat_after_batch
-from inventory.sync.live_resync import LiveList, entries_to_apply
+from inventory.sync.live_resync import LiveList, entries_to_apply, stored_key_parts, vanished_parts
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -204,12 +211,12 @@ class ClusterSync:
                     on_page(kind, number)
             listed = len(state.seen)
             if self._live is not None:
-                self.apply_queued()
-                state.seen |= self._live.touched  # the watch's to keep or close, not the list's
+                changes += self._finish_live_list(self._live, state)
         finally:
             self._live = None
         with transaction.atomic():
-            changes += finish_list(self.ctx, kind, state)
+            if not live:
+                changes += finish_list(self.ctx, kind, state)
             now = timezone.now()
             SyncState.objects.update_or_create(
                 cluster=self.cluster,
@@ -228,6 +235,22 @@ class ClusterSync:
             self._resume_watch_from_list(kind, version)
         self.timings[kind] = time.monotonic() - started
         return changes, listed
+
+    def _finish_live_list(self, live: LiveList, state: ListState) -> int:
+        """``finish_list`` for a list made while the watch ran, in parts with the watches' events
+        applied between them (see live_resync): the stored keys read, then the vanished closed."""
+        stored: set[str] = set()
+        for keys in stored_key_parts(self.ctx, live.kind):
+            stored |= keys
+            self.apply_queued()
+        state.seen |= live.touched  # the watch's to keep or close, not the list's
+        changes = 0
+        for gone in vanished_parts(live, stored - state.seen):
+            with transaction.atomic():
+                changes += close_vanished(self.ctx, live.kind, gone)
+            self.apply_queued()
+        state.seen |= live.touched
+        return changes
 
     def _page_parts(self, items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
         """A page whole, or (while the watches run) in parts of LIVE_PART objects, so their events
