@@ -70,7 +70,10 @@ def _page_commit_without_flush() -> None:
 
     Waiting for the flush was ~5% of a cold sync (hundreds of page commits). Nothing is at risk: the
     list's last transaction (the SyncState row) commits normally, and that flush covers every page
-    written before it; a crash before then leaves the old SyncState, and every start re-lists."""
+    written before it; a crash before then leaves the old SyncState, and every start re-lists.
+    The watches' batches applied between a resync's parts commit the same way (dozens a second, each
+    waiting ~10 ms for its flush): committed is what the event-to-row latency waits for, flushed is
+    not, and what a crash could lose of them a start's cold list reads again."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
@@ -470,6 +473,8 @@ class ClusterSync:
                 versions[kind] = item.resource_version
                 counts[kind] += 1
         with transaction.atomic():
+            if self._live is not None:
+                _page_commit_without_flush()
             for kind in self.kinds:
                 if kind in relist or not latest[kind]:
                     continue
