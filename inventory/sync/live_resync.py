@@ -86,14 +86,31 @@ def entries_to_apply(
 def stored_key_parts(ctx: SyncContext, kind: str) -> Iterator[set[str]]:
     """``handlers.stored_keys`` in parts, for the two kinds that hold over a hundred thousand keys at
     5,000 nodes (pods' open intervals, claims); the others' are read in one query."""
-    open_holders = Allocation.objects.filter(cluster=ctx.cluster, ended_at__isnull=True)
     if kind == SyncKind.PODS:
-        yield from _key_parts(open_holders.filter(holder_kind=HolderKind.POD), "holder_uid")
+        yield from _key_parts(_open_holders(ctx, HolderKind.POD), "holder_uid")
     elif kind == SyncKind.RESOURCE_CLAIMS:
         yield from _key_parts(ResourceClaim.objects.filter(cluster=ctx.cluster, present=True), "uid")
-        yield from _key_parts(open_holders.filter(holder_kind=HolderKind.CLAIM), "holder_uid")
+        yield from _key_parts(_open_holders(ctx, HolderKind.CLAIM), "holder_uid")
     else:
         yield stored_keys(ctx, kind)
+
+
+def lookup_parts(ctx: SyncContext, kind: str) -> Iterator[tuple[str, Iterator[set[str]]]]:
+    """The key sets that a list's first part would read whole on first use (``ctx.stored_keys``,
+    under the names ``dra.apply_claims`` and ``pods.apply_pods`` give them), each in parts: at 5,000
+    nodes the claims' uids and the pods' open intervals are 100,000 keys and more, a read of a second
+    and more that held the watches' events in the list's first part. Read when the list begins, so
+    they are what ``stored_keys`` says: the rows when this list began (what the watch changes since,
+    it touched, and the list leaves it to the watch)."""
+    if kind == SyncKind.PODS:
+        yield "open pods", _key_parts(_open_holders(ctx, HolderKind.POD), "holder_uid")
+    elif kind == SyncKind.RESOURCE_CLAIMS:
+        yield "claims", _key_parts(ResourceClaim.objects.filter(cluster=ctx.cluster), "uid")
+        yield "open claims", _key_parts(_open_holders(ctx, HolderKind.CLAIM), "holder_uid")
+
+
+def _open_holders(ctx: SyncContext, kind: str) -> QuerySet[Allocation]:
+    return Allocation.objects.filter(cluster=ctx.cluster, holder_kind=kind, ended_at__isnull=True)
 
 
 def _key_parts(rows: QuerySet[Any], key: str) -> Iterator[set[str]]:

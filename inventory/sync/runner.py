@@ -35,7 +35,13 @@ from inventory.sync.handlers import (
     observe_page,
 )
 from inventory.sync.heartbeats import beat_after_batch
-from inventory.sync.live_resync import LiveList, entries_to_apply, stored_key_parts, vanished_parts
+from inventory.sync.live_resync import (
+    LiveList,
+    entries_to_apply,
+    lookup_parts,
+    stored_key_parts,
+    vanished_parts,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -188,6 +194,7 @@ class ClusterSync:
         if live:
             watched = kind not in self._relist_pending and bool(self.versions.get(kind))
             self._live = LiveList(kind=kind, watched=watched)
+            self._prime_lookups(kind)
         version = ""
         pages = kube.list_pages(self.api, kind=kind, page_size=self.page_size)
         try:
@@ -238,6 +245,16 @@ class ClusterSync:
             self._resume_watch_from_list(kind, version)
         self.timings[kind] = time.monotonic() - started
         return changes, listed
+
+    def _prime_lookups(self, kind: str) -> None:
+        """What a live list's first part would read whole, read in parts with the watches' events
+        applied between them (see live_resync.lookup_parts)."""
+        for name, parts in lookup_parts(self.ctx, kind):
+            keys: set[str] = set()
+            for part in parts:
+                keys |= part
+                self.apply_queued()
+            self.ctx.prime_stored(name, keys)
 
     def _finish_live_list(self, live: LiveList, state: ListState) -> int:
         """``finish_list`` for a list made while the watch ran, in parts with the watches' events
