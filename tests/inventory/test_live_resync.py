@@ -139,10 +139,16 @@ def test_pod_events_during_a_resync_are_committed_before_it_ends_and_survive_its
     assert cluster.last_drift == 0
 
 
+@pytest.mark.parametrize("part", [None, 2], ids=["parts-as-shipped", "key-reads-and-closes-in-parts-of-2"])
 def test_a_resync_through_watched_churn_leaves_the_ledger_equal_to_the_cluster(
-    kubesim_factory, register, mapped
+    kubesim_factory, register, mapped, monkeypatch, part
 ):
     # given a watched cluster whose pods come and go while a stepped resync lists every kind
+    # (and, in the second case, the lists' key sets read and their vanished closed two at a time,
+    # the watches' events applied between each two)
+    if part is not None:
+        monkeypatch.setattr(live_resync, "READ_PART", part)
+        monkeypatch.setattr(live_resync, "CLOSE_PART", part)
     sim = kubesim_factory(scenario="mixed", nodes=20, seed=1, bookmark_interval=0.5)
     cluster = register(sim)
     syncer = _watched(sim, cluster)
