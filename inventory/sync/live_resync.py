@@ -35,6 +35,11 @@ from inventory.models import Allocation, HolderKind, ResourceClaim, SyncKind
 from inventory.sync.context import SyncContext
 from inventory.sync.handlers import object_key, stored_keys
 
+# A page is applied in parts between two drains of the watches' queue, each sized to take about
+# PART_SECONDS by what the kind's last parts took per object: 50 ResourceSlices take ~0.1 s, 50 pods a
+# tenth of it (parts of 50 for every kind made the pods' and claims' lists ten transactions a page).
+PART_SECONDS = 0.1
+FIRST_PART, SMALLEST_PART, LARGEST_PART = 50, 10, 1000
 # Keys read per query at a live list's end, and vanished keys closed per transaction: each part
 # takes tens of milliseconds, so the watch's events wait for one part, not for the whole end.
 READ_PART = 10_000
@@ -50,6 +55,21 @@ class LiveList:
     # newer than the watch be left to it (a watch that answered 410 delivers nothing more).
     watched: bool
     touched: set[str] = field(default_factory=set)
+    seconds_per_object: float | None = None  # what its parts took, lately (see part_size)
+
+    def part_size(self) -> int:
+        """How many of a page's objects to apply before the next drain."""
+        if not self.seconds_per_object:
+            return FIRST_PART
+        return max(SMALLEST_PART, min(LARGEST_PART, int(PART_SECONDS / self.seconds_per_object)))
+
+    def part_took(self, objects: int, seconds: float) -> None:
+        """A part of ``objects`` took ``seconds``: half the next part's estimate (the machine's load
+        and the kind's objects vary; a list's first part also reads what its pages then look up)."""
+        if objects:
+            latest = seconds / objects
+            previous = self.seconds_per_object
+            self.seconds_per_object = latest if previous is None else (previous + latest) / 2
 
     def note_applied(self, kind: str, objects: Iterable[dict[str, Any]]) -> None:
         """Called by the watch's batch for every object it applied (upserted or deleted)."""

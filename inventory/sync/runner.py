@@ -59,7 +59,6 @@ def kinds_for(cluster: Cluster) -> list[str]:
 
 
 BATCH_EVENTS = 1000
-LIVE_PART = 50  # objects of a resync's page applied between two drains of the watches' queue
 BATCH_SECONDS = 0.25
 BATCH_LINGER_SECONDS = 0.05
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 30.0
@@ -211,10 +210,13 @@ class ClusterSync:
                         items = entries_to_apply(self._live, items, watch_version=self.versions.get(kind, ""))
                         if not items:
                             continue  # all left to the watch
+                    began = time.monotonic()
                     with transaction.atomic():
                         _page_commit_without_flush()
                         changes += apply_upserts(self.ctx, kind, items, listing=True)
                         self.ctx.flush_issues()
+                    if self._live is not None:
+                        self._live.part_took(len(items), time.monotonic() - began)
                 observe_page(kind, state, page.items)
                 version = page.resource_version
                 if on_page is not None:
@@ -273,13 +275,17 @@ class ClusterSync:
         return changes
 
     def _page_parts(self, items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-        """A page whole, or (while the watches run) in parts of LIVE_PART objects, so their events
-        wait for one part, not one page: a page of 500 ResourceSlices takes over a second to apply."""
+        """A page whole, or (while the watches run) in parts of ``LiveList.part_size`` objects, so
+        their events wait for one part, not one page: a page of 500 ResourceSlices takes over a
+        second to apply."""
         if self._live is None:
             yield items
             return
-        for start in range(0, len(items), LIVE_PART):
-            yield items[start : start + LIVE_PART]
+        start = 0
+        while start < len(items):
+            size = self._live.part_size()  # asked part by part: the last part's time sizes the next
+            yield items[start : start + size]
+            start += size
 
     def _version_after_list(self, kind: str, listed: str, *, live: bool) -> str:
         """Where the kind's watch resumes: a running watch is ahead of the list's snapshot, so its
