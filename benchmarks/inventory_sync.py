@@ -13,8 +13,9 @@ watch resumes from the list's resourceVersion and the seconds to apply the backl
 (events applied per second by the single writer, batches of up to 1,000 in one transaction each).
 
 Event to committed row: then every kind is watched while another process creates GPU pods at
---latency-rate per second for --latency-seconds, each stamped with its write time, and polls this
-process's database for each pod's committed interval (P50/P99 of write -> row visible).
+--latency-rate per second for --latency-seconds, each stamped with its write time, and a process of
+its own polls this process's database for each pod's committed interval (P50/P99 of write -> row
+visible).
 
 Event to committed row while a resync runs: the same pods at the same rate while the periodic full
 resync runs (as ClusterSync.run does it, in the writer's thread): P50/P99/max of the pods written
@@ -166,8 +167,11 @@ def drive_latency(
 ) -> None:
     """Its own process, so neither its client nor its polling competes with the sync process: create
     GPU pods at ``rate`` per second (open loop, each stamped with its write time in an annotation),
-    and poll the sync process's database every 20 ms for each pod's committed interval."""
-    import psycopg
+    while a process of its own (``poll_rows``) polls the sync process's database every 20 ms for each
+    pod's committed interval. The poller was a thread here: beside 16 writers' Kubernetes clients it
+    waited for the GIL, and on a loaded machine a row committed took ~0.5 s (median) to be seen."""
+    import multiprocessing
+
     import yaml
     from kubernetes import client
     from kubernetes import config as k8s_config
@@ -178,12 +182,12 @@ def drive_latency(
     )
     core = client.CoreV1Api(client.ApiClient(configuration))
     total = int(rate * seconds)
-    outstanding: dict[str, float] = {}
-    samples: list[tuple[float, float]] = []  # (written, seconds to its row)
     errors: list[str] = []
-    lock = threading.Lock()
-    writing = threading.Event()
-    writing.set()
+    context = multiprocessing.get_context("spawn")
+    written_uids: Any = context.Queue()  # (uid, write time) of each pod created, then None
+    polled = f"{out}.polled"
+    poller = context.Process(target=poll_rows, args=(database_url, cluster_id, written_uids, polled))
+    poller.start()
     started = time.time() + 0.5
 
     def write(offset: int, threads: int) -> None:
@@ -213,44 +217,19 @@ def drive_latency(
             except Exception as exc:  # reported, not fatal: the figure says how many were seen
                 errors.append(str(exc)[:200])
                 continue
-            with lock:
-                outstanding[json.loads(response.data)["metadata"]["uid"]] = written
-
-    def poll() -> None:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            deadline = None
-            while True:
-                with lock:
-                    uids = list(outstanding)
-                if uids:
-                    rows = conn.execute(
-                        "SELECT DISTINCT holder_uid FROM inventory_allocation WHERE cluster_id = %s"
-                        " AND holder_uid = ANY(%s) AND ended_at IS NULL",
-                        (cluster_id, uids),
-                    ).fetchall()
-                    seen = time.time()
-                    with lock:
-                        for (uid,) in rows:
-                            written = outstanding.pop(uid)
-                            samples.append((written, seen - written))
-                if not writing.is_set():
-                    deadline = deadline or time.time() + 30
-                    with lock:
-                        if not outstanding or time.time() > deadline:
-                            return
-                time.sleep(0.02)
+            written_uids.put((json.loads(response.data)["metadata"]["uid"], written))
 
     # Enough writers that a slow create (kubesim validates each pod) does not hold the rate back.
     writers = [threading.Thread(target=write, args=(n, WRITERS)) for n in range(WRITERS)]
-    poller = threading.Thread(target=poll)
-    poller.start()
     for thread in writers:
         thread.start()
     for thread in writers:
         thread.join()
     write_seconds = time.time() - started
-    writing.clear()
+    written_uids.put(None)
     poller.join()
+    found = json.loads(Path(polled).read_text())
+    samples, never_seen = found["samples"], found["never_seen_written"]
     latencies = sorted(seconds for _, seconds in samples)
     pct = _percentiles(latencies)
     result = {
@@ -259,15 +238,53 @@ def drive_latency(
         "latency_events": total,
         "latency_write_errors": len(errors),
         "latency_rows_seen": len(latencies),
-        "latency_never_seen": len(outstanding),
+        "latency_never_seen": len(never_seen),
         "latency_p50_s": pct(0.50),
         "latency_p99_s": pct(0.99),
         "latency_max_s": round(latencies[-1], 3) if latencies else None,
         "latency_first_error": errors[0] if errors else None,
         "samples": samples,
-        "never_seen_written": sorted(outstanding.values()),
+        "never_seen_written": never_seen,
     }
     Path(out).write_text(json.dumps(result))
+
+
+def poll_rows(database_url: str, cluster_id: str, written_uids: Any, out: str) -> None:
+    """The driver's poller, in a process of its own: every 20 ms, which of the pods written so far
+    (uid, write time from ``written_uids``) have their open interval committed; then up to 30 s more
+    for the last ones once ``written_uids`` says None (all written). Writes its samples to ``out``."""
+    import queue
+
+    import psycopg
+
+    outstanding: dict[str, float] = {}
+    samples: list[tuple[float, float]] = []  # (written, seconds to its row)
+    deadline = None
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        while True:
+            while deadline is None:
+                try:
+                    item = written_uids.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    deadline = time.time() + 30
+                else:
+                    outstanding[item[0]] = item[1]
+            if outstanding:
+                rows = conn.execute(
+                    "SELECT DISTINCT holder_uid FROM inventory_allocation WHERE cluster_id = %s"
+                    " AND holder_uid = ANY(%s) AND ended_at IS NULL",
+                    (cluster_id, list(outstanding)),
+                ).fetchall()
+                seen = time.time()
+                for (uid,) in rows:
+                    written = outstanding.pop(uid)
+                    samples.append((written, seen - written))
+            if deadline is not None and (not outstanding or time.time() > deadline):
+                break
+            time.sleep(0.02)
+    Path(out).write_text(json.dumps({"samples": samples, "never_seen_written": sorted(outstanding.values())}))
 
 
 def _percentiles(latencies: list[float]) -> Any:

@@ -194,6 +194,10 @@ class SyncContext:
             self._stored[name] = load()
         return self._stored[name]
 
+    def prime_stored(self, name: str, keys: set[str]) -> None:
+        """Give ``stored_keys`` the set it would load (a live resync reads it in parts beforehand)."""
+        self._stored[name] = keys
+
     # --- parse issues ----------------------------------------------------------------------------
     def note(self, kind: str, issues: tuple[ParseIssue, ...] | list[ParseIssue], *, obj: str) -> None:
         for issue in issues:

@@ -66,23 +66,41 @@ def apply_deletes(ctx: SyncContext, kind: str, objects: list[dict[str, Any]]) ->
 
 def finish_list(ctx: SyncContext, kind: str, state: ListState) -> int:
     """After the last page: what we hold that the list no longer has is closed (not forgotten)."""
+    return close_vanished(ctx, kind, stored_keys(ctx, kind) - state.seen)
+
+
+def stored_keys(ctx: SyncContext, kind: str) -> set[str]:
+    """The keys of what we hold of a kind and a list must find again (present, or open intervals)."""
     if kind == SyncKind.NODES:
-        return nodes.vanish_nodes(ctx, nodes.present_node_names(ctx) - state.seen)
+        return nodes.present_node_names(ctx)
     if kind == SyncKind.PODS:
-        gone = open_holder_uids(cluster=ctx.cluster, kind=HolderKind.POD) - state.seen
+        return open_holder_uids(cluster=ctx.cluster, kind=HolderKind.POD)
+    if kind == SyncKind.WORKLOADS:
+        return workloads.present_workload_uids(ctx)
+    if kind == SyncKind.DEVICE_CLASSES:
+        return set(ctx.cluster.device_classes.values_list("name", flat=True))
+    if kind == SyncKind.RESOURCE_SLICES:
+        return set(ResourceSlice.objects.filter(cluster=ctx.cluster).values_list("name", flat=True))
+    if kind == SyncKind.DEVICE_TAINT_RULES:
+        return taint_rules.stored_rule_names(ctx)
+    known = set(ResourceClaim.objects.filter(cluster=ctx.cluster, present=True).values_list("uid", flat=True))
+    return known | open_holder_uids(cluster=ctx.cluster, kind=HolderKind.CLAIM)
+
+
+def close_vanished(ctx: SyncContext, kind: str, gone: set[str]) -> int:
+    """Close what a list no longer has, by ``stored_keys``' keys; returns the changes."""
+    if kind == SyncKind.NODES:
+        return nodes.vanish_nodes(ctx, gone)
+    if kind == SyncKind.PODS:
         return pods.delete_pods(ctx, [{"metadata": {"uid": uid}} for uid in gone])
     if kind == SyncKind.WORKLOADS:
-        return workloads.vanish_workloads(ctx, workloads.present_workload_uids(ctx) - state.seen)
+        return workloads.vanish_workloads(ctx, gone)
     if kind == SyncKind.DEVICE_CLASSES:
-        names = set(ctx.cluster.device_classes.values_list("name", flat=True))
-        return dra.delete_device_classes(ctx, names - state.seen)
+        return dra.delete_device_classes(ctx, gone)
     if kind == SyncKind.RESOURCE_SLICES:
-        names = set(ResourceSlice.objects.filter(cluster=ctx.cluster).values_list("name", flat=True))
-        return dra.delete_slices(ctx, names - state.seen)
+        return dra.delete_slices(ctx, gone)
     if kind == SyncKind.DEVICE_TAINT_RULES:
-        return taint_rules.delete_rules(ctx, taint_rules.stored_rule_names(ctx) - state.seen)
-    known = set(ResourceClaim.objects.filter(cluster=ctx.cluster, present=True).values_list("uid", flat=True))
-    gone = (known | open_holder_uids(cluster=ctx.cluster, kind=HolderKind.CLAIM)) - state.seen
+        return taint_rules.delete_rules(ctx, gone)
     return dra.vanish_claims(ctx, gone, reason="vanished")
 
 

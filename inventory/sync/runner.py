@@ -28,9 +28,22 @@ from inventory.cluster_access import client_for
 from inventory.models import Cluster, EnforcementBackend, SyncKind, SyncState
 from inventory.sync.collector import no_full_collections
 from inventory.sync.context import SyncContext
-from inventory.sync.handlers import ListState, apply_deletes, apply_upserts, finish_list, observe_page
+from inventory.sync.handlers import (
+    ListState,
+    apply_deletes,
+    apply_upserts,
+    close_vanished,
+    finish_list,
+    observe_page,
+)
 from inventory.sync.heartbeats import beat_after_batch
-from inventory.sync.live_resync import LiveList, entries_to_apply
+from inventory.sync.live_resync import (
+    LiveList,
+    entries_to_apply,
+    lookup_parts,
+    stored_key_parts,
+    vanished_parts,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,7 +61,6 @@ def kinds_for(cluster: Cluster) -> list[str]:
 
 
 BATCH_EVENTS = 1000
-LIVE_PART = 50  # objects of a resync's page applied between two drains of the watches' queue
 BATCH_SECONDS = 0.25
 BATCH_LINGER_SECONDS = 0.05
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 30.0
@@ -65,7 +77,10 @@ def _page_commit_without_flush() -> None:
 
     Waiting for the flush was ~5% of a cold sync (hundreds of page commits). Nothing is at risk: the
     list's last transaction (the SyncState row) commits normally, and that flush covers every page
-    written before it; a crash before then leaves the old SyncState, and every start re-lists."""
+    written before it; a crash before then leaves the old SyncState, and every start re-lists.
+    The watches' batches applied between a resync's parts commit the same way (dozens a second, each
+    waiting ~10 ms for its flush): committed is what the event-to-row latency waits for, flushed is
+    not, and what a crash could lose of them a start's cold list reads again."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit TO OFF")
@@ -180,6 +195,7 @@ class ClusterSync:
         if live:
             watched = kind not in self._relist_pending and bool(self.versions.get(kind))
             self._live = LiveList(kind=kind, watched=watched)
+            self._prime_lookups(kind)
         version = ""
         pages = kube.list_pages(self.api, kind=kind, page_size=self.page_size)
         try:
@@ -196,22 +212,25 @@ class ClusterSync:
                         items = entries_to_apply(self._live, items, watch_version=self.versions.get(kind, ""))
                         if not items:
                             continue  # all left to the watch
+                    began = time.monotonic()
                     with transaction.atomic():
                         _page_commit_without_flush()
                         changes += apply_upserts(self.ctx, kind, items, listing=True)
                         self.ctx.flush_issues()
+                    if self._live is not None:
+                        self._live.part_took(len(items), time.monotonic() - began)
                 observe_page(kind, state, page.items)
                 version = page.resource_version
                 if on_page is not None:
                     on_page(kind, number)
             listed = len(state.seen)
             if self._live is not None:
-                self.apply_queued()
-                state.seen |= self._live.touched  # the watch's to keep or close, not the list's
+                changes += self._finish_live_list(self._live, state)
         finally:
             self._live = None
         with transaction.atomic():
-            changes += finish_list(self.ctx, kind, state)
+            if not live:
+                changes += finish_list(self.ctx, kind, state)
             now = timezone.now()
             SyncState.objects.update_or_create(
                 cluster=self.cluster,
@@ -231,14 +250,44 @@ class ClusterSync:
         self.timings[kind] = time.monotonic() - started
         return changes, listed
 
+    def _prime_lookups(self, kind: str) -> None:
+        """What a live list's first part would read whole, read in parts with the watches' events
+        applied between them (see live_resync.lookup_parts)."""
+        for name, parts in lookup_parts(self.ctx, kind):
+            keys: set[str] = set()
+            for part in parts:
+                keys |= part
+                self.apply_queued()
+            self.ctx.prime_stored(name, keys)
+
+    def _finish_live_list(self, live: LiveList, state: ListState) -> int:
+        """``finish_list`` for a list made while the watch ran, in parts with the watches' events
+        applied between them (see live_resync): the stored keys read, then the vanished closed."""
+        stored: set[str] = set()
+        for keys in stored_key_parts(self.ctx, live.kind):
+            stored |= keys
+            self.apply_queued()
+        state.seen |= live.touched  # the watch's to keep or close, not the list's
+        changes = 0
+        for gone in vanished_parts(live, stored - state.seen):
+            with transaction.atomic():
+                changes += close_vanished(self.ctx, live.kind, gone)
+            self.apply_queued()
+        state.seen |= live.touched
+        return changes
+
     def _page_parts(self, items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-        """A page whole, or (while the watches run) in parts of LIVE_PART objects, so their events
-        wait for one part, not one page: a page of 500 ResourceSlices takes over a second to apply."""
+        """A page whole, or (while the watches run) in parts of ``LiveList.part_size`` objects, so
+        their events wait for one part, not one page: a page of 500 ResourceSlices takes over a
+        second to apply."""
         if self._live is None:
             yield items
             return
-        for start in range(0, len(items), LIVE_PART):
-            yield items[start : start + LIVE_PART]
+        start = 0
+        while start < len(items):
+            size = self._live.part_size()  # asked part by part: the last part's time sizes the next
+            yield items[start : start + size]
+            start += size
 
     def _version_after_list(self, kind: str, listed: str, *, live: bool) -> str:
         """Where the kind's watch resumes: a running watch is ahead of the list's snapshot, so its
@@ -452,6 +501,8 @@ class ClusterSync:
                 versions[kind] = item.resource_version
                 counts[kind] += 1
         with transaction.atomic():
+            if self._live is not None:
+                _page_commit_without_flush()
             for kind in self.kinds:
                 if kind in relist or not latest[kind]:
                     continue

@@ -12,6 +12,7 @@ import pytest
 from django.db import connection
 
 from inventory.models import Allocation, Cluster, SyncState
+from inventory.sync import live_resync
 from inventory.sync.runner import ClusterSync, Relist
 from kubesim import Sim
 from tests.inventory import truth as t
@@ -130,10 +131,16 @@ def test_pod_events_during_a_resync_are_committed_before_it_ends_and_survive_its
     assert cluster.last_drift == 0
 
 
+@pytest.mark.parametrize("part", [None, 2], ids=["parts-as-shipped", "key-reads-and-closes-in-parts-of-2"])
 def test_a_resync_through_watched_churn_leaves_the_ledger_equal_to_the_cluster(
-    kubesim_factory, register, mapped
+    kubesim_factory, register, mapped, monkeypatch, part
 ):
     # given a watched cluster whose pods come and go while a stepped resync lists every kind
+    # (and, in the second case, the lists' key sets read and their vanished closed two at a time,
+    # the watches' events applied between each two)
+    if part is not None:
+        monkeypatch.setattr(live_resync, "READ_PART", part)
+        monkeypatch.setattr(live_resync, "CLOSE_PART", part)
     sim = kubesim_factory(scenario="mixed", nodes=20, seed=1, bookmark_interval=0.5)
     cluster = register(sim)
     syncer = _watched(sim, cluster)
@@ -226,3 +233,58 @@ def test_a_410_while_a_resync_lists_that_kind_restarts_its_watch_from_that_list(
     finally:
         syncer.stop_event.set()
         connection.close()
+
+
+def test_the_end_of_a_resyncs_list_applies_watch_events_between_its_parts_and_closes_what_vanished(
+    kubesim_factory, register, mapped, monkeypatch
+):
+    # given a watched cluster whose ledger holds six pods the cluster no longer has (missed deletes),
+    # and a list's end read and closed in parts of two keys
+    monkeypatch.setattr(live_resync, "READ_PART", 2)
+    monkeypatch.setattr(live_resync, "CLOSE_PART", 2)
+    sim = kubesim_factory(scenario="mixed", nodes=20, seed=1, bookmark_interval=0.5)
+    cluster = register(sim)
+    syncer = _watched(sim, cluster)
+    vanished = [f"vanished-{n}" for n in range(6)]
+    row = Allocation.objects.filter(cluster=cluster, holder_kind="Pod", ended_at__isnull=True).first()
+    assert row is not None
+    for name in vanished:
+        row.pk, row.holder_uid, row.holder_name = None, f"uid-{name}", name
+        row.save(force_insert=True)
+    template = next(p for p in sim.store.list_readonly("pods") if p["spec"].get("nodeName") == EXCLUSIVE)
+    pod_pages = -(-len(sim.store.list_readonly("pods")) // 5)
+    created: list[str] = []
+    # at each drain of the watches' queue while the pods' list ends: how many vanished pods are open
+    still_open: list[int] = []
+
+    def create_next() -> None:
+        name = f"created-at-the-end-{len(created)}"
+        sim.store.create("pods", _gpu_pod(template, name), validate=False)
+        created.append(name)
+        assert _wait_for(lambda: name in _queued_pod_names(syncer))
+
+    def step(kind: str, number: int) -> None:
+        if (kind, number) == ("pods", pod_pages - 1):
+            create_next()  # when, from the list's last page on, a pod is created before each drain
+
+    def drained(events: int) -> None:
+        if created and syncer._live is not None and syncer._live.kind == "pods":
+            still_open.append(sum(_open(cluster, name) for name in vanished))
+            if len(created) < 200:
+                create_next()
+
+    syncer._on_batch = drained
+    try:
+        report = syncer.resync(on_page=step)
+        assert _wait_for(lambda: _applied(syncer) and all(_open(cluster, name) for name in created))
+    finally:
+        syncer.stop_event.set()
+        connection.close()
+
+    # then the watch's events were committed between the parts that closed the vanished pods
+    assert still_open[0] == len(vanished)
+    assert any(0 < count < len(vanished) for count in still_open), still_open
+    # and every vanished pod was closed, counted as the resync's drift as a whole list's end counts it,
+    # none of the pods the watch created meanwhile
+    assert not any(_open(cluster, name) for name in vanished)
+    assert report.changes["pods"] == len(vanished), report.changes
