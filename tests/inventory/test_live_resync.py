@@ -259,7 +259,7 @@ def test_the_end_of_a_resyncs_list_applies_watch_events_between_its_parts_and_cl
 
     def create_next() -> None:
         name = f"created-at-the-end-{len(created)}"
-        sim.store.create("pods", _gpu_pod(template, name), validate=False)
+        sim.store.create("pods", running_gpu_pod(template, name, node=EXCLUSIVE), validate=False)
         created.append(name)
         assert _wait_for(lambda: name in _queued_pod_names(syncer))
 
