@@ -46,22 +46,9 @@ def apply_upserts(ctx: SyncContext, kind: str, objects: list[dict[str, Any]], *,
 
 
 def apply_deletes(ctx: SyncContext, kind: str, objects: list[dict[str, Any]]) -> int:
-    keys = {object_key(kind, o) for o in objects} - {""}
-    if kind in (SyncKind.NODES, SyncKind.RESOURCE_SLICES):
-        ctx.units_changed()
-    if kind == SyncKind.NODES:
-        return nodes.vanish_nodes(ctx, keys)
     if kind == SyncKind.PODS:
-        return pods.delete_pods(ctx, objects)
-    if kind == SyncKind.DEVICE_CLASSES:
-        return dra.delete_device_classes(ctx, keys)
-    if kind == SyncKind.WORKLOADS:
-        return workloads.vanish_workloads(ctx, keys)
-    if kind == SyncKind.RESOURCE_SLICES:
-        return dra.delete_slices(ctx, keys)
-    if kind == SyncKind.DEVICE_TAINT_RULES:
-        return taint_rules.delete_rules(ctx, keys)
-    return dra.vanish_claims(ctx, keys, reason="deleted")
+        return pods.delete_pods(ctx, objects)  # the deleted pod's last state closes its intervals
+    return close_vanished(ctx, kind, {object_key(kind, o) for o in objects} - {""}, reason="deleted")
 
 
 def finish_list(ctx: SyncContext, kind: str, state: ListState) -> int:
@@ -87,8 +74,11 @@ def stored_keys(ctx: SyncContext, kind: str) -> set[str]:
     return known | open_holder_uids(cluster=ctx.cluster, kind=HolderKind.CLAIM)
 
 
-def close_vanished(ctx: SyncContext, kind: str, gone: set[str]) -> int:
-    """Close what a list no longer has, by ``stored_keys``' keys; returns the changes."""
+def close_vanished(ctx: SyncContext, kind: str, gone: set[str], *, reason: str = "vanished") -> int:
+    """Close what a list no longer has (or a watch saw deleted), by ``stored_keys``' keys; returns
+    the changes."""
+    if gone and kind in (SyncKind.NODES, SyncKind.RESOURCE_SLICES):
+        ctx.units_changed()
     if kind == SyncKind.NODES:
         return nodes.vanish_nodes(ctx, gone)
     if kind == SyncKind.PODS:
@@ -101,7 +91,7 @@ def close_vanished(ctx: SyncContext, kind: str, gone: set[str]) -> int:
         return dra.delete_slices(ctx, gone)
     if kind == SyncKind.DEVICE_TAINT_RULES:
         return taint_rules.delete_rules(ctx, gone)
-    return dra.vanish_claims(ctx, gone, reason="vanished")
+    return dra.vanish_claims(ctx, gone, reason=reason)
 
 
 def observe_page(kind: str, state: ListState, objects: list[dict[str, Any]]) -> None:
