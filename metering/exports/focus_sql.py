@@ -31,13 +31,13 @@ this on tricky lines):
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 from django.db import connection
 from django.db.models import QuerySet
 
+from gpuplatform.ids import is_uuid
 from inventory.models import ShareableUnit
 from metering.chargeback.money import minor_unit
 from metering.exports.focus import FOCUS_COLUMNS, UNIT, FlavorFacts, FocusContext, focus_chunks
@@ -207,7 +207,7 @@ def focus13_context(lines: QuerySet[ReportLine, Any]) -> FocusContext:
     flavor's share type and MIG profile (from the inventory's units of its resource), and the
     currency to state on a line that has none (unpriced usage)."""
     refs = lines.order_by().exclude(rate_card_ref="").values_list("rate_card_ref", flat=True).distinct()
-    cards = {ref for ref in refs if _is_uuid(ref)}  # a frozen reference, not a key: may name no card
+    cards = {ref for ref in refs if is_uuid(ref)}  # a frozen reference, not a key: may name no card
     card_flavors = {
         str(pk): name or ""
         for pk, name in RateCard.objects.filter(pk__in=cards).values_list("pk", "flavor__name")
@@ -216,14 +216,6 @@ def focus13_context(lines: QuerySet[ReportLine, Any]) -> FocusContext:
     flavors = {f.name: _flavor_facts(f) for f in Flavor.objects.filter(name__in=names)}
     currency = lines.order_by().exclude(currency="").values_list("currency", flat=True).first() or "USD"
     return FocusContext(currency=currency, flavors=flavors, card_flavors=card_flavors)
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        uuid.UUID(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _flavor_facts(flavor: Flavor) -> FlavorFacts:

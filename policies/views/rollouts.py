@@ -4,7 +4,6 @@ controls call the services the API calls, which make the same role checks."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from django.contrib import messages
@@ -17,6 +16,7 @@ from django.views.decorators.http import require_POST
 
 from gpuplatform.audit.models import AuditEvent
 from gpuplatform.errors import DomainError
+from gpuplatform.ids import is_uuid
 from gpuplatform.ui.auth import current_user
 from inventory.models import Node, NodePool
 from policies.models import ACTIVE_STATES, NodePolicyState, PolicyRevision, Rollout
@@ -148,7 +148,7 @@ def rollout_start(request: HttpRequest, pool_id: Any) -> HttpResponse:
     revision_id = request.POST.get("revision", "")
     raw = request.POST.get("max_unavailable", "1")
     revision = None
-    if _is_uuid(revision_id):
+    if is_uuid(revision_id):
         revision = PolicyRevision.objects.filter(pool=pool, pk=revision_id).first()
     if revision is None or not raw.isdigit():
         messages.error(request, "Choose a revision of this pool and a whole number of nodes at a time.")
@@ -166,11 +166,3 @@ def rollout_start(request: HttpRequest, pool_id: Any) -> HttpResponse:
         return redirect("policies-pool", pool_id=pool.pk)
     messages.success(request, f"Rollout of r{revision.number} started.")
     return redirect("policy-rollout", rollout_id=rollout.pk)
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True

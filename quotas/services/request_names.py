@@ -29,6 +29,7 @@ from django.db.models import QuerySet
 from gpuplatform.accounts.models import User
 from gpuplatform.db.stamped_cache import StampedCache
 from gpuplatform.errors import NotFound, ValidationFailed
+from gpuplatform.ids import is_uuid
 from quotas.models import Flavor, PriorityClass, Queue
 from quotas.runner.inputs import cohort_root_path
 from quotas.scoping import usable_by
@@ -277,19 +278,11 @@ def _fill_cohort(stamp: int, root_path: str) -> None:
     suspended = {t.path for t in tenants if t.state == TenantState.SUSPENDED}
     values: dict[Hashable, Any] = {}
     for found in tenants:
-        if not _parses_as_uuid(found.slug):  # such a name is looked up by id (`_by_id_or_name`)
+        if not is_uuid(found.slug):  # such a name is looked up by id (`_by_id_or_name`)
             values[("tenant", found.slug)] = found
         values[("first-queue", found.pk)] = first_queues.get(found.pk)
         values[("suspended", found.path)] = any(path in suspended for path in found.lineage_paths)
     _rows.put_at(stamp, values)
-
-
-def _parses_as_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
 
 
 def _flavor_rows() -> QuerySet[Flavor]:
