@@ -273,7 +273,6 @@ class ClusterSync:
             with transaction.atomic():
                 changes += close_vanished(self.ctx, live.kind, gone)
             self.apply_queued()
-        state.seen |= live.touched
         return changes
 
     def _page_parts(self, items: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
