@@ -18,24 +18,21 @@ from typing import Any
 from kubesim.controllers.base import Context, log
 from kubesim.controllers.cache import key_of
 from kubesim.controllers.kueue import objects as k
+from kubesim.controllers.kueue import workload_status
 from kubesim.controllers.kueue.assignment import assign, flavor_usage, namespace_matches
 from kubesim.controllers.kueue.protocol import (
     World,
-    admitted_event,
     deactivate,
     drop_finalizer,
     find_condition,
     format_time,
     parse_time,
     priority,
-    queue_blocker,
     queue_time,
     restore_template,
     set_template,
     strategy_checks,
     suspend,
-    sync_admitted,
-    sync_checks,
     template_directives,
     template_directives_of,
 )
@@ -296,7 +293,14 @@ class Kueue:
             new = self._write(
                 "workloads",
                 wl,
-                functools.partial(self._workload_status, job=job, world=world, events=events),
+                functools.partial(
+                    workload_status.reconcile,
+                    job=job,
+                    world=world,
+                    events=events,
+                    clock=self.ctx.clock,
+                    due=self._due,
+                ),
                 status=True,
                 manager=k.ADMISSION_MANAGER,
             )
@@ -313,197 +317,6 @@ class Kueue:
                 if job is not None and job["metadata"].get("uid") == ref.get("uid"):
                     return job
         return None
-
-    def _workload_status(
-        self,
-        wl: dict[str, Any],
-        job: dict[str, Any] | None,
-        world: World,
-        events: list[tuple[str, str, bool]],
-    ) -> None:
-        """One reconcile of a Workload's status, in the order Kueue's controllers take the steps."""
-        now_epoch = self.ctx.clock()
-        now = format_time(now_epoch)
-        generation = wl["metadata"].get("generation")
-        status = wl.setdefault("status", {})
-        conds: list[dict[str, Any]] = status.setdefault("conditions", [])
-        if k.is_true(wl, k.FINISHED):
-            return
-        if job is not None:
-            finished, succeeded, message = k.job_finished(job)
-            if finished:
-                reason = "Succeeded" if succeeded else "Failed"
-                k.set_condition(conds, k.FINISHED, True, reason, message, now=now, generation=generation)
-                return
-        checks: list[dict[str, Any]] = status.get("admissionChecks") or []
-        # A check asked to be retried later: the workload waits at least that long (NeedsRequeueAtUpdate).
-        retry_at = max(
-            (
-                parse_time(c.get("lastTransitionTime")) + int(c["requeueAfterSeconds"])
-                for c in checks
-                if c.get("state") == k.RETRY and c.get("requeueAfterSeconds") is not None
-            ),
-            default=0.0,
-        )
-        if retry_at > now_epoch:
-            requeue = status.setdefault("requeueState", {})
-            if parse_time(requeue.get("requeueAt")) < retry_at:
-                requeue["requeueAt"] = format_time(retry_at)
-        active = (wl.get("spec") or {}).get("active", True)
-        if not active:
-            if not k.is_true(wl, k.EVICTED):
-                target = k.find(conds, k.DEACTIVATION_TARGET)
-                reason, message = k.DEACTIVATED, "The workload is deactivated"
-                if target is not None:
-                    reason = f"{k.DEACTIVATED}DueTo{target.get('reason', '')}"
-                    message = f"{message} due to {target.get('message', '')}"
-                self._evict(wl, reason, message, now, events)
-                k.remove_condition(conds, k.DEACTIVATION_TARGET)
-            status.pop("requeueState", None)
-        else:
-            requeued = k.find(conds, k.REQUEUED)
-            if requeued is not None and requeued.get("status") == "False":
-                if requeued.get("reason") in (k.EVICTED_BY_ADMISSION_CHECK, "PodsReadyTimeout"):
-                    requeue_at = parse_time((status.get("requeueState") or {}).get("requeueAt"))
-                    if requeue_at > now_epoch:
-                        self._due(requeue_at)
-                    else:
-                        (status.get("requeueState") or {}).pop("requeueAt", None)
-                        if status.get("requeueState") == {}:
-                            status.pop("requeueState")
-                        k.set_condition(
-                            conds,
-                            k.REQUEUED,
-                            True,
-                            k.BACKOFF_FINISHED,
-                            "The workload backoff was finished",
-                            now=now,
-                            generation=generation,
-                        )
-                elif requeued.get("reason") == k.DEACTIVATED:
-                    k.set_condition(
-                        conds,
-                        k.REQUEUED,
-                        True,
-                        "Reactivated",
-                        "The workload was reactivated",
-                        now=now,
-                        generation=generation,
-                    )
-        # The job reconciler releases an evicted workload's quota once its job is stopped.
-        evicted = k.find(conds, k.EVICTED)
-        job_stopped = job is None or bool((job.get("spec") or {}).get("suspend"))
-        if evicted and evicted.get("status") == "True" and k.is_true(wl, k.QUOTA_RESERVED) and job_stopped:
-            requeue = evicted.get("reason") in (k.EVICTED_BY_PREEMPTION, "NodeFailures")
-            k.set_condition(
-                conds,
-                k.REQUEUED,
-                requeue,
-                evicted.get("reason", ""),
-                evicted.get("message", ""),
-                now=now,
-                generation=generation,
-            )
-            self._unset_reservation(wl, k.REASON_PENDING, evicted.get("message", ""), now)
-        queue_name = (wl.get("spec") or {}).get("queueName", "")
-        lq = world.local_queues.get((wl["metadata"]["namespace"], queue_name))
-        cq_name = ((lq or {}).get("spec") or {}).get("clusterQueue", "")
-        cq = world.cluster_queues.get(cq_name)
-        if cq is not None:
-            sync_checks(wl, cq, now)
-        if not k.is_true(wl, k.ADMITTED):
-            if not k.is_true(wl, k.QUOTA_RESERVED):
-                blocker = queue_blocker(queue_name, lq, cq_name, cq, world)
-                if blocker:
-                    k.set_condition(
-                        conds,
-                        k.QUOTA_RESERVED,
-                        False,
-                        k.REASON_INADMISSIBLE,
-                        blocker,
-                        now=now,
-                        generation=generation,
-                    )
-            if sync_admitted(wl, now):
-                events.append(admitted_event(wl, now_epoch))
-        if k.is_true(wl, k.QUOTA_RESERVED) and not k.is_true(wl, k.EVICTED):
-            checks = status.get("admissionChecks") or []
-            rejected = [c for c in checks if c.get("state") == k.REJECTED]
-            retry = [c for c in checks if c.get("state") == k.RETRY]
-            if rejected:
-                message = k.checks_message(rejected, k.REJECTED)
-                k.set_condition(
-                    conds,
-                    k.DEACTIVATION_TARGET,
-                    True,
-                    k.EVICTED_BY_ADMISSION_CHECK,
-                    message,
-                    now=now,
-                    generation=generation,
-                )
-                events.append(("AdmissionCheckRejected", f"Deactivated due to {message}", True))
-            elif retry:
-                message = f"Evicted due to {k.checks_message(retry, k.RETRY)}"
-                self._evict(wl, k.EVICTED_BY_ADMISSION_CHECK, message, now, events)
-
-    def _evict(
-        self, wl: dict[str, Any], reason: str, message: str, now: str, events: list[tuple[str, str, bool]]
-    ) -> None:
-        """evict.prepareForEviction: Evicted=True, checks back to Pending, the eviction counted."""
-        status = wl["status"]
-        k.set_condition(
-            status["conditions"],
-            k.EVICTED,
-            True,
-            reason,
-            message,
-            now=now,
-            generation=wl["metadata"].get("generation"),
-        )
-        for check in status.get("admissionChecks") or []:
-            if check.get("state") == k.PENDING:
-                continue
-            previous = check.get("state", "")
-            reset: dict[str, Any] = {
-                "name": check["name"],
-                "state": k.PENDING,
-                "message": f"Reset to Pending after eviction. Previously: {previous}",
-                "lastTransitionTime": now,
-            }
-            if check.get("requeueAfterSeconds") is not None:
-                reset["requeueAfterSeconds"] = check["requeueAfterSeconds"]
-            if previous == k.RETRY:
-                reset["retryCount"] = int(check.get("retryCount") or 0) + 1
-            check.clear()
-            check.update(reset)
-        cause = ""
-        if reason.startswith(f"{k.DEACTIVATED}DueTo"):
-            reason, cause = k.DEACTIVATED, reason[len(f"{k.DEACTIVATED}DueTo") :]
-        stats = status.setdefault("schedulingStats", {}).setdefault("evictions", [])
-        entry = next(
-            (e for e in stats if e.get("reason") == reason and e.get("underlyingCause") == cause), None
-        )
-        if entry is None:
-            entry = {"reason": reason, "underlyingCause": cause, "count": 0}
-            stats.append(entry)
-        entry["count"] = int(entry.get("count", 0)) + 1
-        event_reason = f"{k.EVICTED}DueTo{reason}" + (f"DueTo{cause}" if cause else "")
-        if status.get("admission"):
-            events.append((event_reason, message, False))
-
-    def _unset_reservation(self, wl: dict[str, Any], reason: str, message: str, now: str) -> None:
-        status = wl["status"]
-        k.set_condition(
-            status["conditions"],
-            k.QUOTA_RESERVED,
-            False,
-            reason,
-            message,
-            now=now,
-            generation=wl["metadata"].get("generation"),
-        )
-        status.pop("admission", None)
-        sync_admitted(wl, now)
 
     # ---------------------------------------------------------------------------- the scheduler
 
@@ -536,7 +349,9 @@ class Kueue:
                 new = self._write(
                     "workloads",
                     wl,
-                    functools.partial(self._not_fit, message=message, requests=requests),
+                    functools.partial(
+                        workload_status.not_fit, message=message, requests=requests, clock=self.ctx.clock
+                    ),
                     status=True,
                     manager=k.ADMISSION_MANAGER,
                 )
@@ -548,7 +363,13 @@ class Kueue:
             new = self._write(
                 "workloads",
                 wl,
-                functools.partial(self._reserve, cq=cq, assignments=assignment, events=events),
+                functools.partial(
+                    workload_status.reserve,
+                    cq=cq,
+                    assignments=assignment,
+                    events=events,
+                    clock=self.ctx.clock,
+                ),
                 status=True,
                 manager=k.ADMISSION_MANAGER,
             )
@@ -579,79 +400,6 @@ class Kueue:
         if cq is None or cq_name in world.inactive:
             return None
         return cq
-
-    def _not_fit(self, wl: dict[str, Any], message: str, requests: list[dict[str, Any]]) -> None:
-        if k.is_true(wl, k.QUOTA_RESERVED):
-            return
-        now = format_time(self.ctx.clock())
-        status = wl.setdefault("status", {})
-        conds = status.setdefault("conditions", [])
-        k.set_condition(
-            conds,
-            k.QUOTA_RESERVED,
-            False,
-            k.REASON_PENDING,
-            message,
-            now=now,
-            generation=wl["metadata"].get("generation"),
-        )
-        status["resourceRequests"] = requests
-        sync_admitted(wl, now)
-
-    def _reserve(
-        self,
-        wl: dict[str, Any],
-        cq: dict[str, Any],
-        assignments: list[dict[str, Any]],
-        events: list[tuple[str, str, bool]],
-    ) -> None:
-        """workload.SetQuotaReservation, then the checks the admission needs and Admitted if none."""
-        if k.is_true(wl, k.QUOTA_RESERVED):
-            return
-        now_epoch = self.ctx.clock()
-        now = format_time(now_epoch)
-        generation = wl["metadata"].get("generation")
-        status = wl.setdefault("status", {})
-        conds = status.setdefault("conditions", [])
-        cq_name = cq["metadata"]["name"]
-        status["admission"] = {"clusterQueue": cq_name, "podSetAssignments": assignments}
-        status.pop("resourceRequests", None)
-        k.set_condition(
-            conds,
-            k.QUOTA_RESERVED,
-            True,
-            "QuotaReserved",
-            f"Quota reserved in ClusterQueue {cq_name}",
-            now=now,
-            generation=generation,
-        )
-        for kind in (k.EVICTED, k.PREEMPTED):
-            previous = k.find(conds, kind)
-            if previous is not None and previous.get("status") == "True":
-                k.set_condition(
-                    conds,
-                    kind,
-                    False,
-                    "QuotaReserved",
-                    f"Previously: {previous.get('message', '')}",
-                    now=now,
-                    generation=generation,
-                )
-        queued_since = parse_time(
-            (k.find(conds, k.REQUEUED) or {}).get("lastTransitionTime")
-            or wl["metadata"].get("creationTimestamp")
-        )
-        events.append(
-            (
-                "QuotaReserved",
-                f"Quota reserved in ClusterQueue {cq_name}, wait time since queued was "
-                f"{max(0, round(now_epoch - queued_since))}s",
-                False,
-            )
-        )
-        sync_checks(wl, cq, now)
-        if sync_admitted(wl, now):
-            events.append(admitted_event(wl, now_epoch))
 
     # ------------------------------------------------------------------------ queue status objects
 
