@@ -12,7 +12,9 @@ statements run one by one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection
@@ -38,3 +40,47 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]] 
             if n + 1 < len(statements):
                 cursor.nextset()
     return results
+
+
+# Writes collected by the innermost open `writes_together` block of this thread: each statement, and
+# what to do with its rows once sent.
+_open = threading.local()
+Then = Callable[[list[tuple[Any, ...]] | None], None]
+
+
+@contextmanager
+def writes_together() -> Iterator[None]:
+    """Writes made inside through `write` (the bulk writers, `record_event`) are sent at the block's
+    end, all in one round trip, and their keys set then; a block inside another joins it. Only for
+    writes nothing in the block reads back: reads inside still run at once. Nothing is sent when the
+    block raises (its transaction is rolled back anyway)."""
+    if getattr(_open, "writes", None) is not None:
+        yield
+        return
+    writes: list[tuple[Statement, Then | None]] = []
+    _open.writes = writes
+    try:
+        yield
+    finally:
+        _open.writes = None
+    if writes:
+        results = run_together([statement for statement, _ in writes])
+        for (_, then), rows in zip(writes, results, strict=True):
+            if then is not None:
+                then(rows)
+
+
+def writing_together() -> bool:
+    """A `writes_together` block is open in this thread."""
+    return getattr(_open, "writes", None) is not None
+
+
+def write(sql: str, params: Sequence[Any] | None, then: Then | None = None) -> None:
+    """Run a write now (``then`` given its rows), or queue it in the open `writes_together` block."""
+    writes = getattr(_open, "writes", None)
+    if writes is not None and connection.vendor == "postgresql":
+        writes.append(((sql, params), then))
+        return
+    (rows,) = run_together([(sql, params)])
+    if then is not None:
+        then(rows)

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from gpuplatform.accounts.models import User
 from gpuplatform.audit.services import record_event
+from gpuplatform.db.together import writes_together
 from gpuplatform.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from quotas import admission as engine
 from quotas.dispatch import materialise_after_commit
@@ -263,8 +264,11 @@ def _decide_arrival(
             tenant=resolved.tenant.slug, flavors=resolved.flavors, wanted=request.amounts
         ),
     )
-    persisted = persist(outcome=outcome, snapshot_rows=snapshot_rows, now=now)  # inserts it, decided
-    record_event(actor=actor, action="capacity_request.created", obj=request, after=_summary(request))
+    # Under the flavor lock from here to commit: the request, its transitions and the audit event go
+    # to the database in one round trip, so the next decider of the flavor waits for fewer.
+    with writes_together():
+        persisted = persist(outcome=outcome, snapshot_rows=snapshot_rows, now=now)  # inserts it, decided
+        record_event(actor=actor, action="capacity_request.created", obj=request, after=_summary(request))
     materialise_after_commit([*persisted.admitted, *persisted.preempted])
     return persisted.transitions
 
