@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from gpuplatform.accounts.models import User
-from gpuplatform.db.bulk_update import insert_each, update_each
+from gpuplatform.db.bulk_update import insert_each, insert_with_keys, update_each
 from gpuplatform.errors import Conflict, Forbidden
 from quotas.models import CapacityRequest, RequestState, RequestTransition
 from quotas.models.requests import FINAL, HOLDING, ApprovalState
@@ -141,9 +141,7 @@ def move_requests(*, moves: Sequence[Move], now: datetime, claim: bool = False) 
         rows[move.request.pk] = move.request
         transitions.append(_transition(move, before, after, now))
     saved = [row for row in rows.values() if not row._state.adding]
-    for row in rows.values():
-        if row._state.adding:
-            row.save(force_insert=True)
+    insert_with_keys(CapacityRequest, [row for row in rows.values() if row._state.adding])
     update_each(CapacityRequest, saved, sorted(fields))
     insert_each(RequestTransition, transitions)
     return transitions

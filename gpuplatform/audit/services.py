@@ -11,6 +11,8 @@ from typing import Any
 from django.db import models, transaction
 
 from gpuplatform.audit.models import AuditEvent
+from gpuplatform.db.bulk_update import insert_each
+from gpuplatform.db.together import writing_together
 from gpuplatform.observability.request_id import current_request_id
 
 
@@ -40,10 +42,11 @@ def record_event(
     after: dict[str, Any] | None = None,
     tenant_id: uuid.UUID | None = None,
 ) -> AuditEvent:
-    """Append one event. Must be called inside the change's transaction, so both commit or neither."""
+    """Append one event. Must be called inside the change's transaction, so both commit or neither.
+    Inside `gpuplatform.db.together.writes_together` it is written with the change's other writes."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("record_event must run inside the transaction of the change it records")
-    return AuditEvent.objects.create(
+    event = AuditEvent(
         actor=actor if getattr(actor, "pk", None) else None,
         actor_label=getattr(actor, "username", "") or "system",
         action=action,
@@ -55,6 +58,11 @@ def record_event(
         after=after,
         request_id=current_request_id(),
     )
+    if writing_together():
+        insert_each(AuditEvent, [event])  # sent with the change's writes; its id is set then
+    else:
+        event.save(force_insert=True)
+    return event
 
 
 # System bookkeeping: events a background loop writes as routine (late usage booked as adjustments).

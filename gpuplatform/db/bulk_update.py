@@ -6,15 +6,20 @@ in Python, and for the admission loop's 20 rows x 13 fields a cohort that was mo
 Here the SQL is written once from the model's metadata and the values, adapted by each field as Django
 would, travel as parameters: ``update_each`` as one ``UPDATE ... FROM unnest(<one array a column>)``
 (one statement where an ``executemany`` in psycopg's pipeline sent one per row), ``insert_each`` as one
-multi-row ``INSERT ... RETURNING`` the primary keys.
+multi-row ``INSERT ... RETURNING`` the primary keys, ``insert_with_keys`` as one multi-row ``INSERT``
+of rows whose keys are given. Inside `gpuplatform.db.together.writes_together` each statement is
+queued and sent with the block's other writes in one round trip (keys are set on the objects then).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from django.db import connections, models, router
+
+from gpuplatform.db.together import write
 
 # PostgreSQL takes at most 65,535 parameters a statement; batches are cut below that.
 MAX_PARAMETERS = 60_000
@@ -50,14 +55,13 @@ def update_each(model: type[models.Model], objs: Sequence[Any], fields: Sequence
         pk=qn(str(pk.column)),
     )
     latest = list({obj.pk: obj for obj in objs}.values())  # UPDATE ... FROM joins each row once
-    with connection.cursor() as cursor:
-        for start in range(0, len(latest), MAX_ROWS):
-            batch = latest[start : start + MAX_ROWS]
-            arrays = [
-                [field.get_db_prep_save(getattr(obj, field.attname), connection) for obj in batch]
-                for field in columns
-            ]
-            cursor.execute(sql, arrays)
+    for start in range(0, len(latest), MAX_ROWS):
+        batch = latest[start : start + MAX_ROWS]
+        arrays = [
+            [field.get_db_prep_save(getattr(obj, field.attname), connection) for obj in batch]
+            for field in columns
+        ]
+        write(sql, arrays)
 
 
 def _update_each_row(
@@ -98,26 +102,62 @@ def insert_each(model: type[models.Model], objs: Sequence[Any]) -> None:
     qn = connection.ops.quote_name
     row_sql = "({})".format(", ".join(["%s"] * len(fields)))
     per_statement = max(1, MAX_PARAMETERS // len(fields))
-    with connection.cursor() as cursor:
-        for start in range(0, len(objs), per_statement):
-            batch = objs[start : start + per_statement]
-            params = [
-                field.get_db_prep_save(field.pre_save(obj, add=True), connection)
-                for obj in batch
-                for field in fields
-            ]
-            sql = "INSERT INTO {} ({}) VALUES {} RETURNING {}".format(  # noqa: S608
-                qn(meta.db_table),
-                ", ".join(qn(str(field.column)) for field in fields),
-                ", ".join([row_sql] * len(batch)),
-                qn(str(pk.column)),
-            )
-            cursor.execute(sql, params)
-            # PostgreSQL returns a multi-row VALUES insert's rows in the order given.
-            for obj, (value,) in zip(batch, cursor.fetchall(), strict=True):
-                obj.pk = value
-                obj._state.adding = False
-                obj._state.db = connection.alias
+    for start in range(0, len(objs), per_statement):
+        batch = objs[start : start + per_statement]
+        params = [
+            field.get_db_prep_save(field.pre_save(obj, add=True), connection)
+            for obj in batch
+            for field in fields
+        ]
+        sql = "INSERT INTO {} ({}) VALUES {} RETURNING {}".format(  # noqa: S608
+            qn(meta.db_table),
+            ", ".join(qn(str(field.column)) for field in fields),
+            ", ".join([row_sql] * len(batch)),
+            qn(str(pk.column)),
+        )
+        write(sql, params, partial(_set_keys, batch, connection.alias))
+
+
+def _set_keys(batch: Sequence[Any], alias: str, rows: list[tuple[Any, ...]] | None) -> None:
+    # PostgreSQL returns a multi-row VALUES insert's rows in the order given.
+    for obj, (value,) in zip(batch, rows or (), strict=True):
+        obj.pk = value
+        obj._state.adding = False
+        obj._state.db = alias
+
+
+def insert_with_keys(model: type[models.Model], objs: Sequence[Any]) -> None:
+    """Insert each unsaved instance in ``objs`` with the primary key it carries (a UUID made by the
+    caller), every concrete field prepared as ``save(force_insert=True)`` prepares it (``auto_now``
+    included); no signals. One statement (elsewhere than PostgreSQL: ``save`` each)."""
+    if not objs:
+        return
+    meta = model._meta
+    connection = connections[router.db_for_write(model)]
+    if connection.vendor != "postgresql":
+        for obj in objs:
+            obj.save(force_insert=True)
+        return
+    fields = list(meta.concrete_fields)
+    qn = connection.ops.quote_name
+    row_sql = "({})".format(", ".join(["%s"] * len(fields)))
+    per_statement = max(1, MAX_PARAMETERS // len(fields))
+    for start in range(0, len(objs), per_statement):
+        batch = objs[start : start + per_statement]
+        params = [
+            field.get_db_prep_save(field.pre_save(obj, add=True), connection)
+            for obj in batch
+            for field in fields
+        ]
+        sql = "INSERT INTO {} ({}) VALUES {}".format(  # noqa: S608
+            qn(meta.db_table),
+            ", ".join(qn(str(field.column)) for field in fields),
+            ", ".join([row_sql] * len(batch)),
+        )
+        write(sql, params)
+        for obj in batch:
+            obj._state.adding = False
+            obj._state.db = connection.alias
 
 
 def _column(field: Any) -> models.Field[Any, Any]:

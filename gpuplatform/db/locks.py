@@ -16,8 +16,11 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Iterable
+from typing import Any
 
 from django.db import connection, transaction
+
+from gpuplatform.db.together import Statement, run_together
 
 
 @enum.unique
@@ -61,6 +64,19 @@ def lock_ids(space: LockSpace, ids: Iterable[uuid.UUID]) -> None:
     with connection.cursor() as cursor:
         for key in sorted({id_key(value) for value in ids}):
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [int(space), key])
+
+
+def lock_ids_then(space: LockSpace, ids: Iterable[uuid.UUID], read: Statement) -> list[tuple[Any, ...]]:
+    """`lock_ids`, then the ``read`` under the locks: its rows. On PostgreSQL the locks and the read
+    go in one round trip (`gpuplatform.db.together`: the read still runs after the locks are held,
+    with a snapshot taken then); this is for reads made under a lock others queue on."""
+    if not _require_transaction():
+        return run_together([read])[-1] or []
+    locks: list[Statement] = [
+        ("SELECT pg_advisory_xact_lock(%s, %s)", [int(space), key])
+        for key in sorted({id_key(v) for v in ids})
+    ]
+    return run_together([*locks, read])[-1] or []
 
 
 def lock_name(space: LockSpace, name: str) -> None:

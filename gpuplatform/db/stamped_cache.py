@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from django.db import connection
 
@@ -61,3 +61,13 @@ class StampedCache(Generic[V]):
             cursor.execute(self._sql)
             row = cursor.fetchone()
         return None if row is None else int(row[0])
+
+    @property
+    def stamp_sql(self) -> str:
+        """The read `stamp` makes, for a caller that sends it with other statements (PostgreSQL only);
+        `stamp_of` reads its rows."""
+        return self._sql
+
+    @staticmethod
+    def stamp_of(rows: list[tuple[Any, ...]]) -> int | None:
+        return int(rows[0][0]) if rows else None

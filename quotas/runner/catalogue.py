@@ -11,12 +11,15 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 
+from django.db import connection
 from django.db.models import Q
 
 from gpuplatform.db.stamped_cache import StampedCache
 from quotas import admission as engine
 from quotas.models import Budget, Flavor, PriorityClass, Queue, Quota
+from quotas.runner.locks import lock_cohorts, lock_cohorts_then
 from tenants.models import Tenant
 
 
@@ -73,11 +76,26 @@ def queue_name(slug: str, queue: str) -> str:
     return f"{slug}/{queue}"
 
 
-def catalogue_of(*, root_path: str, flavors: list[Flavor]) -> Catalogue:
+# `catalogue_of`'s ``stamp`` when the caller has not read it.
+UNREAD = -1
+
+
+def catalogue_of(*, root_path: str, flavors: list[Flavor], stamp: int | None = UNREAD) -> Catalogue:
     """The cohort's catalogue for these flavors: from this process's cache while the stamp is
-    unchanged, else read afresh."""
+    unchanged, else read afresh. ``stamp``: the stamp as `lock_cohort_reading_stamp` read it under
+    the cohort's lock, in this transaction; by default it is read here."""
     key = (root_path, tuple(sorted((str(f.pk), tuple(f.resource_names)) for f in flavors)))
-    return _cache.get(key, lambda: _read(root_path=root_path, flavors=flavors))
+    read = partial(_read, root_path=root_path, flavors=flavors)
+    return _cache.get(key, read) if stamp == UNREAD else _cache.get_at(stamp, key, read)
+
+
+def lock_cohort_reading_stamp(*, root_id: uuid.UUID) -> int | None:
+    """The cohort's admission lock (`lock_cohorts`), then the catalogue's stamp read under it, in one
+    round trip on PostgreSQL: the stamp `catalogue_of` is then given. None where nothing is cached."""
+    if connection.vendor != "postgresql":
+        lock_cohorts(root_ids=[root_id])
+        return None
+    return _cache.stamp_of(lock_cohorts_then(root_ids=[root_id], read=(_cache.stamp_sql, None)))
 
 
 _cache: StampedCache[Catalogue] = StampedCache("quotas_catalogue_stamp")

@@ -14,8 +14,16 @@ from gpuplatform.db.bulk_update import update_each
 from quotas import admission as engine
 from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor, RequestTransition
-from quotas.runner.inputs import Explained, SnapshotRows, build_snapshot, ge_of, micros, physical_free
-from quotas.runner.locks import lock_flavors
+from quotas.runner.catalogue import UNREAD
+from quotas.runner.inputs import (
+    Explained,
+    SnapshotRows,
+    build_snapshot,
+    ge_of,
+    micros,
+    physical_free,
+    pool_capacity,
+)
 
 # What `quotas.lifecycle` and `_admission` read of a request that moves (the rest is only written).
 MOVING_FIELDS = ("id", "state", "approval", "flavor_id", "fallback_flavors", "amounts", "duration_seconds")
@@ -51,25 +59,29 @@ def decide_cohort(
     extra: list[CapacityRequest] | None = None,
     check: Callable[[engine.Snapshot], None] | None = None,
     arrival_id: str | None = None,
+    catalogue_stamp: int | None = UNREAD,
 ) -> tuple[AdmissionRun, SnapshotRows]:
     """Run the engine over the cohort: `schedule` passes until no preemption frees more. The caller
     holds the cohort lock; this takes the flavor locks last and returns holding them, so the caller's
     writes follow at once. ``check`` may refuse (raise) on the first snapshot, before any flavor lock;
-    ``arrival_id`` names a new arrival (in ``extra``) to decide alone."""
+    ``arrival_id`` names a new arrival (in ``extra``) to decide alone; ``catalogue_stamp``: the stamp
+    read under the cohort lock (`lock_cohort_reading_stamp`), when the caller read it."""
     key = tuple(sorted(str(f.pk) for f in flavors))
     guess = _last_free.get(key)
+    # Inventory changes pool capacity without the flavor locks: read before them, once.
+    capacity = pool_capacity(flavors)
     snapshot, snapshot_rows = build_snapshot(
         root_path=root_path,
         flavors=flavors,
         now=now,
-        free=guess if guess is not None else physical_free(flavors),
+        free=guess if guess is not None else physical_free(flavors, capacity=capacity),
         extra=extra or [],
+        catalogue_stamp=catalogue_stamp,
     )
     if check is not None:
         check(snapshot)
     outcome = _decide(snapshot, arrival_id)
-    lock_flavors(flavor_ids=[f.pk for f in flavors])
-    exact = physical_free(flavors)
+    exact = physical_free(flavors, capacity=capacity, lock=True)  # the locks and the holds: one round trip
     if exact != snapshot.free:  # another cohort took or freed capacity meanwhile: decide again
         outcome = _decide(replace(snapshot, free=exact), arrival_id)
     if len(_last_free) > 1_000:

@@ -26,13 +26,15 @@ from django.db.models import BigIntegerField, Q, Sum, TextField
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
+from gpuplatform.db.together import run_together
 from inventory.selectors import cached_pool_resource_capacity
 from quotas import admission as engine
 from quotas import ports
 from quotas.admission.snapshot import hours
 from quotas.models import Budget, CapacityRequest, Flavor, FlavorHold, WorkloadCheck
 from quotas.models.requests import HOLDING, RequestState
-from quotas.runner.catalogue import catalogue_of
+from quotas.runner.catalogue import UNREAD, catalogue_of
+from quotas.runner.locks import lock_flavors, lock_flavors_then
 from tenants.models import Tenant
 
 MICROS = 1_000_000
@@ -123,16 +125,21 @@ def engine_flavor(flavor: Flavor) -> engine.FlavorSpec:
 _HELD_SQL = f"SELECT flavor_id, resource, held FROM {FlavorHold._meta.db_table} WHERE flavor_id = ANY(%s)"  # noqa: S608
 
 
-def held_by_flavor(flavors: list[Flavor]) -> dict[uuid.UUID, dict[str, int]]:
+def held_by_flavor(flavors: list[Flavor], *, lock: bool = False) -> dict[uuid.UUID, dict[str, int]]:
     """What admitted and active requests hold, per flavor and resource. On PostgreSQL one indexed read
-    of the trigger-kept `FlavorHold` counters; on SQLite (the demo) a sum over the holding requests."""
+    of the trigger-kept `FlavorHold` counters; on SQLite (the demo) a sum over the holding requests.
+    With ``lock``, the flavors' admission locks are taken first (`lock_flavors`) and the holds read
+    under them, the locks and the read in one round trip."""
     held: dict[uuid.UUID, dict[str, int]] = {f.pk: {} for f in flavors}
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:  # a constant text: no ORM query built under the flavor lock
-            cursor.execute(_HELD_SQL, [list(held)])
-            for flavor_id, resource, total in cursor.fetchall():
-                held[flavor_id][resource] = total
+        # A constant text: no ORM query built under the flavor lock.
+        read = (_HELD_SQL, [list(held)])
+        found = lock_flavors_then(flavor_ids=list(held), read=read) if lock else run_together([read])[0]
+        for flavor_id, resource, total in found or ():
+            held[flavor_id][resource] = total
         return held
+    if lock:
+        lock_flavors(flavor_ids=list(held))
     names = sorted({r for flavor in flavors for r in flavor.resource_names})
     sums = {
         f"r{i}": Sum(Cast(KeyTextTransform(r, "amounts"), BigIntegerField())) for i, r in enumerate(names)
@@ -149,11 +156,21 @@ def held_by_flavor(flavors: list[Flavor]) -> dict[uuid.UUID, dict[str, int]]:
     return held
 
 
-def physical_free(flavors: Iterable[Flavor]) -> dict[str, dict[str, int]]:
-    """Physical capacity of each flavor's pool minus what admitted requests (all tenants) hold."""
+def pool_capacity(flavors: Iterable[Flavor]) -> dict[uuid.UUID, dict[str, int]]:
+    """Each flavor's pool's capacity per resource (inventory's, cached until it changes)."""
+    return cached_pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id])
+
+
+def physical_free(
+    flavors: Iterable[Flavor], *, capacity: dict[uuid.UUID, dict[str, int]] | None = None, lock: bool = False
+) -> dict[str, dict[str, int]]:
+    """Physical capacity of each flavor's pool minus what admitted requests (all tenants) hold.
+    ``capacity``: `pool_capacity`, when the caller read it already; ``lock``: read the holds under
+    the flavors' admission locks, taken here (`held_by_flavor`)."""
     flavors = list(flavors)
-    capacity = cached_pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id])
-    held = held_by_flavor(flavors)
+    if capacity is None:
+        capacity = pool_capacity(flavors)
+    held = held_by_flavor(flavors, lock=lock)
     free: dict[str, dict[str, int]] = {}
     for flavor in flavors:
         pool = capacity.get(flavor.pool_id, {}) if flavor.pool_id else {}
@@ -235,12 +252,14 @@ def build_snapshot(
     now: datetime,
     free: dict[str, dict[str, int]],
     extra: Iterable[CapacityRequest] = (),
+    catalogue_stamp: int | None = UNREAD,
 ) -> tuple[engine.Snapshot, SnapshotRows]:
     """The cohort under ``root_path`` for ``flavors``, plus ``extra`` unsaved pending requests, with
-    ``free`` physical capacity (see `physical_free`; the caller decides when to read it)."""
+    ``free`` physical capacity (see `physical_free`; the caller decides when to read it).
+    ``catalogue_stamp``: as `catalogue_of` takes it."""
     snapshot_rows = SnapshotRows(flavors={f.name: f for f in flavors})
     flavor_ids = [f.pk for f in flavors]
-    catalogue = catalogue_of(root_path=root_path, flavors=flavors)
+    catalogue = catalogue_of(root_path=root_path, flavors=flavors, stamp=catalogue_stamp)
     slug_of, class_name, queue_of = catalogue.slug_of, catalogue.class_name, catalogue.queue_of
     flavor_name = {f.pk: f.name for f in flavors}
     by_text = {str(f.pk): f.name for f in flavors}

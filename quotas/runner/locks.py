@@ -4,9 +4,11 @@ Locks are PostgreSQL transaction-scoped advisory locks, always in one global ord
 then every flavor involved (sorted), and no write to a request before both. Quota and tenant-wide
 budgets are per cohort, so the cohort lock is held for the whole decision; physical capacity is per
 flavor and shared by every cohort, so the flavor lock is taken last, just before the writes: the
-decision is made on free capacity read without it, then checked against capacity read again under
-it (and made again, in memory, if that changed). One flavor's lock is therefore held for a read and
-the writes, not for the whole decision, and cohorts decide side by side. Two transactions can never
+decision is made on free capacity read without it, then checked against what admitted requests hold,
+read again under it (and made again, in memory, if that changed); the lock and that read go to the
+database in one round trip. One flavor's lock is therefore held for a read and the writes, not for the
+whole decision, and cohorts decide side by side. (Pool capacity is inventory's, changed without these
+locks, so it is read before them.) Two transactions can never
 both spend the same unit, and the fixed order means they cannot deadlock.
 """
 
@@ -14,8 +16,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from typing import Any
 
-from gpuplatform.db.locks import LockSpace, lock_ids
+from gpuplatform.db.locks import LockSpace, lock_ids, lock_ids_then
+from gpuplatform.db.together import Statement
 
 
 def lock_cohorts(*, root_ids: Iterable[uuid.UUID]) -> None:
@@ -23,9 +27,19 @@ def lock_cohorts(*, root_ids: Iterable[uuid.UUID]) -> None:
     lock_ids(LockSpace.QUOTA_COHORT, root_ids)
 
 
+def lock_cohorts_then(*, root_ids: Iterable[uuid.UUID], read: Statement) -> list[tuple[Any, ...]]:
+    """`lock_cohorts`, then ``read`` under them, in one round trip on PostgreSQL: its rows."""
+    return lock_ids_then(LockSpace.QUOTA_COHORT, root_ids, read)
+
+
 def lock_flavors(*, flavor_ids: Iterable[uuid.UUID]) -> None:
     """The second lock: the flavors (sorted), after the cohorts and before any write to a request."""
     lock_ids(LockSpace.QUOTA_FLAVOR, flavor_ids)
+
+
+def lock_flavors_then(*, flavor_ids: Iterable[uuid.UUID], read: Statement) -> list[tuple[Any, ...]]:
+    """`lock_flavors`, then ``read`` under them, in one round trip on PostgreSQL: its rows."""
+    return lock_ids_then(LockSpace.QUOTA_FLAVOR, flavor_ids, read)
 
 
 def lock_admission(*, flavor_ids: Iterable[uuid.UUID], root_ids: Iterable[uuid.UUID]) -> None:
