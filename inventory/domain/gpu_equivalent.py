@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
+from functools import lru_cache
 
 __all__ = [
     "MAX_GE_DENOMINATOR",
@@ -38,6 +39,7 @@ MAX_GE_DENOMINATOR = 10**6
 STORED_GE_PLACES = 18
 
 
+@lru_cache(maxsize=1024)  # a few profiles, asked once per MIG device of every slice listed
 def mig_ge(
     *, compute_slices: int, memory_slices: int, card_compute_slices: int, card_memory_slices: int
 ) -> Fraction:

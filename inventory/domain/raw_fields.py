@@ -20,6 +20,8 @@ __all__ = ["as_int", "as_list", "as_map", "as_str", "dig"]
 def as_map(value: object) -> Mapping[str, Any]:
     if type(value) is dict:
         return value
+    if value is None:  # a field left out: the commonest answer that is not a dict
+        return {}
     return value if isinstance(value, Mapping) else {}
 
 

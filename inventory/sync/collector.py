@@ -9,6 +9,14 @@ walked every object of the process again: measured by ``gc.callbacks`` on the 1,
 are trees, freed by their reference counts when the page is done; the young generations still
 collect as before, so a cycle made and dropped within a page still goes. What a full collection
 would have found is collected once the list is over (``gc.collect``), as before the list began.
+
+The young generations are paused too, for the same reason: a decoded page lives while it is
+applied (and the next is read ahead), so nearly all of its objects survived the young collections
+that ran meanwhile and each was walked twice on its way to the oldest generation for nothing. Timed
+by ``gc.callbacks`` on the 1,000-node cold sync with 4,000 Workloads: 3,515 young and 320 middle
+collections, 1.2 s of the sync process's 8.8 CPU seconds. With the young threshold at a million
+tracked objects none ran in that sync: what the sync keeps and frees never grew by that many, so the
+garbage cycles a page makes (few: the decoded objects are trees) still wait at most that long.
 """
 
 from __future__ import annotations
@@ -21,12 +29,15 @@ from contextlib import contextmanager
 # A full collection needs this many collections of the middle generation first (CPython's default
 # is 10, and the quarter rule above is what triggers it in practice): never, within one sync.
 NO_FULL_COLLECTIONS = 1 << 30
+# The young generation's threshold during a cold sync: collected only after this many more tracked
+# objects were made than freed (CPython's default is 700).
+YOUNG_DURING_SYNC = 1_000_000
 
 # The thresholds are the process's: syncs overlapping in threads share one pause, and the threshold
 # found by the first is put back by the last.
 _lock = threading.Lock()
 _paused = 0
-_saved = 0
+_saved: tuple[int, int, int] = (700, 10, 10)
 
 
 @contextmanager
@@ -34,8 +45,9 @@ def no_full_collections() -> Iterator[None]:
     global _paused, _saved
     with _lock:
         if _paused == 0:
-            young, middle, _saved = gc.get_threshold()
-            gc.set_threshold(young, middle, NO_FULL_COLLECTIONS)
+            _saved = gc.get_threshold()
+            young, middle, _ = _saved
+            gc.set_threshold(max(young, YOUNG_DURING_SYNC), middle, NO_FULL_COLLECTIONS)
         _paused += 1
     try:
         yield
@@ -44,7 +56,6 @@ def no_full_collections() -> Iterator[None]:
             _paused -= 1
             last = _paused == 0
             if last:
-                young, middle, _ = gc.get_threshold()
-                gc.set_threshold(young, middle, _saved)
+                gc.set_threshold(*_saved)
         if last and gc.isenabled():
             gc.collect()

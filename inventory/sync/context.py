@@ -227,8 +227,12 @@ class SyncContext:
         self.issues.clear()
         self.last_issue.clear()
 
-    def reset_lookups(self) -> None:
+    def reset_lookups(self, *, keep_units: bool = False) -> None:
+        """Forget what was looked up for the last list. ``keep_units``: a list that neither reads nor
+        writes units (Workloads) leaves their cache as it is; ``units_changed`` still drops it
+        whenever nodes or slices change."""
         self._tenants = None
         self._stored.clear()
         self._pools.clear()
-        self.units_changed()
+        if not keep_units:
+            self.units_changed()

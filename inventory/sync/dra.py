@@ -34,7 +34,7 @@ from inventory.domain.issues import ParseIssue, warning
 from inventory.domain.mig_management import slice_has_dynamic_mig
 from inventory.domain.raw_fields import dig
 from inventory.models import DeviceClass, HolderKind, Node, ResourceClaim, ResourceSlice, ShareableUnit
-from inventory.sync.bulk import insert_rows, insert_values
+from inventory.sync.bulk import RandomUuids, insert_rows, insert_values
 from inventory.sync.context import SyncContext, UnitRef, content_hash, k8s_time, legacy_match
 from inventory.sync.dra_cards import mark_card_health, recount_dra_cards
 from inventory.sync.ledger import Holder, WantedRow, close_holders, open_holder_uids, reconcile_holders
@@ -323,6 +323,7 @@ def apply_claims(
     # DeviceClass -> what its devices can give, read once and only for a pending claim asking capacity
     offers: dict[str, list[CapacityOffer]] | None = None
     rehashed_claims: list[ResourceClaim] = []
+    new_id = RandomUuids(len(pairs)).next  # a new claim's key, as uuid.uuid4 makes it
     for obj, claim in pairs:
         label = f"{claim.namespace}/{claim.name}"
         if not claim.uid or not claim.namespace:
@@ -347,7 +348,7 @@ def apply_claims(
         }
         digest = content_hash(fields)
         row = existing.get(claim.uid)
-        claim_id = row.pk if row is not None else uuid.uuid4()
+        claim_id = row.pk if row is not None else new_id()
         # What reading the claim found is kept on its row with the rest, so a resync counts none again.
         found: list[ParseIssue] = list(claim.issues)
         if not claim.allocated and _asks_capacity(claim):

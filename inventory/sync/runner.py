@@ -191,7 +191,10 @@ class ClusterSync:
         ``live``: the watches are running (a periodic resync): what they queued is applied between
         the pages, and the list leaves to the watch what it touched (see live_resync)."""
         state, changes, started = ListState(), 0, time.monotonic()
-        self.ctx.reset_lookups()
+        # The Workloads' list (the last of a Kueue cluster's) keeps the units the pods' list read:
+        # dropping them made the watch's first batches after a cold sync read every node's units
+        # again (a backlog of 5,000 pod events applied at half the rate of a cluster without Kueue).
+        self.ctx.reset_lookups(keep_units=kind == SyncKind.WORKLOADS)
         if live:
             watched = kind not in self._relist_pending and bool(self.versions.get(kind))
             self._live = LiveList(kind=kind, watched=watched)

@@ -1,4 +1,4 @@
-"""A cold sync pauses full garbage collections and gives the process its thresholds back after it,
+"""A cold sync pauses full (and young) garbage collections and gives the process its thresholds back after it,
 also when it fails and when two syncs overlap (inventory/sync/collector.py)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from inventory.sync.collector import NO_FULL_COLLECTIONS, no_full_collections
+from inventory.sync.collector import NO_FULL_COLLECTIONS, YOUNG_DURING_SYNC, no_full_collections
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def thresholds():
 
 def test_full_collections_pause_during_a_sync_and_come_back(thresholds):
     with no_full_collections():
-        assert gc.get_threshold() == (700, 10, NO_FULL_COLLECTIONS)
+        assert gc.get_threshold() == (YOUNG_DURING_SYNC, 10, NO_FULL_COLLECTIONS)
     assert gc.get_threshold() == (700, 10, 10)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from inventory import kube
 from inventory.models import Allocation, SyncState
@@ -107,3 +109,25 @@ def test_what_a_replaced_watch_queued_is_dropped_and_a_failure_shows_in_health(
     assert not Allocation.objects.filter(holder_uid=created["metadata"]["uid"]).exists()
     state = SyncState.objects.get(cluster=syncer.cluster, kind="pods")
     assert state.last_error == "watch pods: connection reset"
+
+
+def test_a_kueue_clusters_first_watch_batch_reads_no_units_again(kubesim_factory, register, mapped):
+    # given a cluster enforcing by Kueue, cold synced: its last list is the Workloads'
+    sim = kubesim_factory(scenario="mixed", nodes=20, seed=1, kueue=True)
+    cluster = register(sim)
+    cluster.enforcement_backend = "kueue"
+    cluster.save(update_fields=["enforcement_backend"])
+    syncer = ClusterSync(cluster, page_size=100)
+    syncer.full_sync()
+    assert syncer.kinds[-1] == "workloads"
+    created, _ = _short_lived_pod(sim, "after-sync-0001")
+
+    # when the watch's first batch brings a GPU pod on a node the pods' list already read
+    with CaptureQueriesContext(connection) as queries:
+        syncer.apply_batch([Queued("pods", 0, kube.WatchEvent("ADDED", created))])
+
+    # then its interval is opened from the units read by the list, not read again
+    assert not [q["sql"] for q in queries.captured_queries if "inventory_shareableunit" in q["sql"]]
+    row = Allocation.objects.get(cluster=cluster, holder_uid=created["metadata"]["uid"], ended_at=None)
+    assert (row.resource_name, row.count, row.node_name) == ("nvidia.com/gpu", 1, EXCLUSIVE)
+    assert row.unit_id is None and row.model_key and row.ge == 1
