@@ -13,7 +13,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -306,9 +305,9 @@ class ClusterSync:
         if record_drift is None:
             record_drift = self.cluster.last_full_resync_at is not None
         report = SyncReport()
-        # A cold sync without full garbage collections (inventory/sync/collector.py); a resync lists
-        # with the watches running and is left as it was.
-        with no_full_collections() if not live else nullcontext():
+        # Without full garbage collections (inventory/sync/collector.py): each walked the whole heap
+        # every few pages; a resync's held the watches' events as long, and ends with no collection.
+        with no_full_collections(collect=not live):
             for kind in self.kinds:
                 report.changes[kind], report.objects[kind] = self._with_retries(
                     kind, lambda k=kind: self.list_kind(k, live=live, on_page=on_page)
