@@ -26,7 +26,7 @@ from inventory import kube
 from inventory.cluster_access import client_for
 from inventory.models import Cluster, EnforcementBackend, SyncKind, SyncState
 from inventory.sync.collector import no_full_collections
-from inventory.sync.context import SyncContext
+from inventory.sync.context import SyncContext, UnitRef
 from inventory.sync.handlers import (
     ListState,
     apply_deletes,
@@ -38,6 +38,7 @@ from inventory.sync.handlers import (
 from inventory.sync.heartbeats import beat_after_batch
 from inventory.sync.live_resync import (
     LiveList,
+    device_parts,
     entries_to_apply,
     lookup_parts,
     stored_key_parts,
@@ -190,7 +191,7 @@ class ClusterSync:
         ``live``: the watches are running (a periodic resync): what they queued is applied between
         the pages, and the list leaves to the watch what it touched (see live_resync)."""
         state, changes, started = ListState(), 0, time.monotonic()
-        self.ctx.reset_lookups()
+        self.ctx.reset_lookups(units=not live)
         if live:
             watched = kind not in self._relist_pending and bool(self.versions.get(kind))
             self._live = LiveList(kind=kind, watched=watched)
@@ -258,6 +259,13 @@ class ClusterSync:
                 keys |= part
                 self.apply_queued()
             self.ctx.prime_stored(name, keys)
+        if kind == SyncKind.RESOURCE_CLAIMS and not self.ctx.devices_cached:
+            devices: dict[tuple[str, str, str], UnitRef] = {}
+            since = self.ctx.units_dropped
+            for found in device_parts(self.ctx):
+                devices |= found
+                self.apply_queued()
+            self.ctx.prime_devices(devices, read_since=since)
 
     def _finish_live_list(self, live: LiveList, state: ListState) -> int:
         """``finish_list`` for a list made while the watch ran, in parts with the watches' events
