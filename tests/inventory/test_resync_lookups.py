@@ -58,7 +58,7 @@ def test_unchanged_nodes_and_slices_keep_the_units_cached_and_a_changed_node_dro
 def test_the_device_map_read_in_parts_is_the_map_read_whole(synced, monkeypatch):
     # given devices read two rows at a time
     _, cluster = synced
-    monkeypatch.setattr(live_resync, "READ_PART", 2)
+    monkeypatch.setattr(live_resync, "DEVICE_PART", 2)
     whole = SyncContext(cluster=cluster).dra_devices()
     assert len(whole) > 4
     # when a claims list primes its context with the parts
