@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -46,12 +47,19 @@ def latency_during_resync(
     lead = time.monotonic() + 3  # the driver's process starts and writes before the resync begins
     while time.monotonic() < lead:
         apply(syncer._next_batch())
+    trace = None
+    if os.environ.get("INVENTORY_BENCH_TRACE"):  # where the writer's time goes (sync_trace.py)
+        trace = _trace_module().WriterTrace(syncer)
+        trace.install()
+        apply = syncer._apply_and_beat
     begun = time.time()
     report = resync_as_run_does(syncer)
     ended = time.time()
     while driver.is_alive():
         apply(syncer._next_batch())
     driver.join()
+    if trace is not None:
+        trace.write(os.environ["INVENTORY_BENCH_TRACE"], begun, ended)
     if not out.exists():
         return {"resync_latency": "driver failed"}
     found = json.loads(out.read_text())
@@ -68,3 +76,13 @@ def latency_during_resync(
         "resync_latency_max_s": round(during[-1], 3) if during else None,
         "resync_latency_rate_written": found["latency_rate_written"],
     }
+
+
+def _trace_module() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sync_trace", Path(__file__).with_name("sync_trace.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

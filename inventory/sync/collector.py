@@ -1,4 +1,4 @@
-"""No full garbage collections while a cold sync lists.
+"""No full garbage collections while a cold sync or a periodic resync lists.
 
 CPython's cyclic collector runs a full (oldest generation) collection whenever the objects that
 survived the younger ones grow by a quarter of those that survived the last full one. A list keeps
@@ -10,13 +10,22 @@ are trees, freed by their reference counts when the page is done; the young gene
 collect as before, so a cycle made and dropped within a page still goes. What a full collection
 would have found is collected once the list is over (``gc.collect``), as before the list began.
 
-The young generations are paused too, for the same reason: a decoded page lives while it is
+A cold sync pauses the young generations too, for the same reason: a decoded page lives while it is
 applied (and the next is read ahead), so nearly all of its objects survived the young collections
 that ran meanwhile and each was walked twice on its way to the oldest generation for nothing. Timed
 by ``gc.callbacks`` on the 1,000-node cold sync with 4,000 Workloads: 3,515 young and 320 middle
 collections, 1.2 s of the sync process's 8.8 CPU seconds. With the young threshold at a million
 tracked objects none ran in that sync: what the sync keeps and frees never grew by that many, so the
 garbage cycles a page makes (few: the decoded objects are trees) still wait at most that long.
+
+A periodic resync lists with the watches running, and there a full collection held their events
+with the writer: traced at 5,000 nodes (benchmarks/sync_trace.py), 47 of them in one resync, 0.2 to
+1.1 s each (20 s in all), and not one found garbage. Its pause ends without the ``gc.collect``
+(``collect=False``), which would be one more such stall; the collector's own schedule resumes after
+it. Freezing the older heap instead (``gc.freeze``) left full collections of what a resync holds in
+flight, as many and up to 1.8 s each in the same trace. A resync's young generations collect as
+usual: it runs for minutes beside the watches, and a young collection of a million objects would be
+a stall of its own.
 """
 
 from __future__ import annotations
@@ -38,17 +47,22 @@ YOUNG_DURING_SYNC = 1_000_000
 _lock = threading.Lock()
 _paused = 0
 _saved: tuple[int, int, int] = (700, 10, 10)
+_collect = False  # whether one of the overlapping pauses wants the collection at the end
 
 
 @contextmanager
-def no_full_collections() -> Iterator[None]:
-    global _paused, _saved
+def no_full_collections(*, collect: bool = True) -> Iterator[None]:
+    global _paused, _saved, _collect
     with _lock:
         if _paused == 0:
             _saved = gc.get_threshold()
             young, middle, _ = _saved
-            gc.set_threshold(max(young, YOUNG_DURING_SYNC), middle, NO_FULL_COLLECTIONS)
+            if collect:  # a cold sync's pause (see above)
+                young = max(young, YOUNG_DURING_SYNC)
+            gc.set_threshold(young, middle, NO_FULL_COLLECTIONS)
+            _collect = False
         _paused += 1
+        _collect |= collect
     try:
         yield
     finally:
@@ -57,5 +71,6 @@ def no_full_collections() -> Iterator[None]:
             last = _paused == 0
             if last:
                 gc.set_threshold(*_saved)
-        if last and gc.isenabled():
+            collect_now = last and _collect
+        if collect_now and gc.isenabled():
             gc.collect()

@@ -6,14 +6,14 @@ import hashlib
 import json
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import orjson
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -72,6 +72,30 @@ class UnitRef:
     shared_capacity: dict[str, Any] = field(default_factory=dict)
 
 
+def device_refs(rows: Iterable[tuple[Any, ...]]) -> dict[tuple[str, str, str], UnitRef]:
+    """(driver, pool, device) -> its unit, from rows of ``SyncContext.device_rows``."""
+    found = {}
+    for (
+        pk,
+        ge,
+        model,
+        node_id,
+        node_name,
+        pool,
+        gpu,
+        memory,
+        kind,
+        driver,
+        pool_name,
+        device,
+        shared,
+    ) in rows:
+        found[(driver, pool_name, device)] = UnitRef(
+            pk, ge, model, node_id, node_name or "", pool, gpu, memory, kind, shared or {}
+        )
+    return found
+
+
 @dataclass
 class SyncContext:
     cluster: Cluster
@@ -86,6 +110,7 @@ class SyncContext:
     _devices: dict[tuple[str, str, str], UnitRef] | None = None
     # Keys that already have rows, read once when a list begins (see ``stored_keys``).
     _stored: dict[str, set[str]] = field(default_factory=dict)
+    units_dropped: int = 0  # how many times the cached units were dropped (see prime_devices)
 
     # --- namespaces and pools --------------------------------------------------------------------
     def tenant_for(self, namespace: str) -> uuid.UUID | None:
@@ -136,11 +161,14 @@ class SyncContext:
 
     def dra_devices(self) -> dict[tuple[str, str, str], UnitRef]:
         """Every counted DRA device of the cluster (one device per GPU partition: tens of thousands)."""
-        if self._devices is not None:
-            return self._devices
-        rows = ShareableUnit.objects.filter(
-            cluster=self.cluster, counted=True, kind="dra_device"
-        ).values_list(
+        if self._devices is None:
+            self._devices = device_refs(self.device_rows())
+        return self._devices
+
+    def device_rows(self) -> QuerySet[ShareableUnit, tuple[Any, ...]]:
+        """The rows ``dra_devices`` is made of (``device_refs``), the primary key first."""
+        devices = ShareableUnit.objects.filter(cluster=self.cluster, counted=True, kind="dra_device")
+        return devices.values_list(
             "pk",
             "ge_each",
             "model_key",
@@ -155,29 +183,15 @@ class SyncContext:
             "device_name",
             "shared_capacity",
         )
-        found = {}
-        for (
-            pk,
-            ge,
-            model,
-            node_id,
-            node_name,
-            pool,
-            gpu,
-            memory,
-            kind,
-            driver,
-            pool_name,
-            device,
-            shared,
-        ) in rows:
-            found[(driver, pool_name, device)] = UnitRef(
-                pk, ge, model, node_id, node_name or "", pool, gpu, memory, kind, shared or {}
-            )
-        self._devices = found
-        return found
+
+    def prime_devices(self, devices: dict[tuple[str, str, str], UnitRef], *, read_since: int) -> None:
+        """Give ``dra_devices`` the map it would load (a live resync reads it in parts beforehand,
+        from ``units_dropped`` then): not when units changed since, the parts may be stale."""
+        if read_since == self.units_dropped:
+            self._devices = devices
 
     def units_changed(self) -> None:
+        self.units_dropped += 1
         self._units.clear()
         self._units_loaded.clear()
         self._devices = None
@@ -227,12 +241,18 @@ class SyncContext:
         self.issues.clear()
         self.last_issue.clear()
 
-    def reset_lookups(self, *, keep_units: bool = False) -> None:
-        """Forget what was looked up for the last list. ``keep_units``: a list that neither reads nor
-        writes units (Workloads) leaves their cache as it is; ``units_changed`` still drops it
-        whenever nodes or slices change."""
+    @property
+    def devices_cached(self) -> bool:
+        return self._devices is not None
+
+    def reset_lookups(self, *, units: bool = True) -> None:
+        """Drop what a list looks up (when it begins). ``units=False`` (a resync's lists, the
+        watches running) keeps the cached units: the watch loop keeps them between its batches, and
+        every write of units drops them (``units_changed``); dropped at every list's start, each
+        watch batch in the list's first seconds read its nodes' units again. The Workloads' list (the
+        last of a Kueue cluster's cold sync) neither reads nor writes units, so it passes False too."""
         self._tenants = None
         self._stored.clear()
         self._pools.clear()
-        if not keep_units:
+        if units:
             self.units_changed()

@@ -13,7 +13,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -27,7 +26,7 @@ from inventory import kube
 from inventory.cluster_access import client_for
 from inventory.models import Cluster, EnforcementBackend, SyncKind, SyncState
 from inventory.sync.collector import no_full_collections
-from inventory.sync.context import SyncContext
+from inventory.sync.context import SyncContext, UnitRef
 from inventory.sync.handlers import (
     ListState,
     apply_deletes,
@@ -39,6 +38,7 @@ from inventory.sync.handlers import (
 from inventory.sync.heartbeats import beat_after_batch
 from inventory.sync.live_resync import (
     LiveList,
+    device_parts,
     entries_to_apply,
     lookup_parts,
     stored_key_parts,
@@ -191,10 +191,10 @@ class ClusterSync:
         ``live``: the watches are running (a periodic resync): what they queued is applied between
         the pages, and the list leaves to the watch what it touched (see live_resync)."""
         state, changes, started = ListState(), 0, time.monotonic()
-        # The Workloads' list (the last of a Kueue cluster's) keeps the units the pods' list read:
-        # dropping them made the watch's first batches after a cold sync read every node's units
-        # again (a backlog of 5,000 pod events applied at half the rate of a cluster without Kueue).
-        self.ctx.reset_lookups(keep_units=kind == SyncKind.WORKLOADS)
+        # A resync keeps the cached units (see reset_lookups), and so does the Workloads' list, the last
+        # of a Kueue cluster's: dropping them there made the watch's first batches after a cold sync
+        # read every node's units again (a backlog of 5,000 pod events applied at half the rate).
+        self.ctx.reset_lookups(units=not live and kind != SyncKind.WORKLOADS)
         if live:
             watched = kind not in self._relist_pending and bool(self.versions.get(kind))
             self._live = LiveList(kind=kind, watched=watched)
@@ -262,6 +262,13 @@ class ClusterSync:
                 keys |= part
                 self.apply_queued()
             self.ctx.prime_stored(name, keys)
+        if kind == SyncKind.RESOURCE_CLAIMS and not self.ctx.devices_cached:
+            devices: dict[tuple[str, str, str], UnitRef] = {}
+            since = self.ctx.units_dropped
+            for found in device_parts(self.ctx):
+                devices |= found
+                self.apply_queued()
+            self.ctx.prime_devices(devices, read_since=since)
 
     def _finish_live_list(self, live: LiveList, state: ListState) -> int:
         """``finish_list`` for a list made while the watch ran, in parts with the watches' events
@@ -309,9 +316,9 @@ class ClusterSync:
         if record_drift is None:
             record_drift = self.cluster.last_full_resync_at is not None
         report = SyncReport()
-        # A cold sync without full garbage collections (inventory/sync/collector.py); a resync lists
-        # with the watches running and is left as it was.
-        with no_full_collections() if not live else nullcontext():
+        # Without full garbage collections (inventory/sync/collector.py): each walked the whole heap
+        # every few pages; a resync's held the watches' events as long, and ends with no collection.
+        with no_full_collections(collect=not live):
             for kind in self.kinds:
                 report.changes[kind], report.objects[kind] = self._with_retries(
                     kind, lambda k=kind: self.list_kind(k, live=live, on_page=on_page)

@@ -141,6 +141,7 @@ def test_a_resync_through_watched_churn_leaves_the_ledger_equal_to_the_cluster(
     if part is not None:
         monkeypatch.setattr(live_resync, "READ_PART", part)
         monkeypatch.setattr(live_resync, "CLOSE_PART", part)
+        monkeypatch.setattr(live_resync, "DEVICE_PART", part)
     sim = kubesim_factory(scenario="mixed", nodes=20, seed=1, bookmark_interval=0.5)
     cluster = register(sim)
     syncer = _watched(sim, cluster)

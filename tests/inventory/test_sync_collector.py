@@ -52,3 +52,37 @@ def test_garbage_cycles_made_during_the_sync_are_collected_after_it(thresholds):
         del a, b
     # type(), not isinstance(): the heap holds weak proxies, and isinstance() on a dead one raises
     assert not [o for o in gc.get_objects() if type(o) is Node]
+
+
+def _full_collections_during(action) -> int:
+    full = []
+
+    def note(phase, info):
+        if phase == "start" and info["generation"] == 2:
+            full.append(info)
+
+    gc.callbacks.append(note)
+    try:
+        action()
+    finally:
+        gc.callbacks.remove(note)
+    return len(full)
+
+
+def test_a_resyncs_pause_ends_without_a_collection_and_gives_the_thresholds_back(thresholds):
+    # given a periodic resync's pause (the watches' events wait for whatever the writer does)
+    pause = no_full_collections(collect=False)
+    pause.__enter__()
+    assert gc.get_threshold() == (700, 10, NO_FULL_COLLECTIONS)
+    # when it ends, then no full collection runs then, and the thresholds are the process's again
+    assert _full_collections_during(lambda: pause.__exit__(None, None, None)) == 0
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_a_cold_sync_overlapping_a_resync_still_collects_when_the_last_ends(thresholds):
+    cold, resync = no_full_collections(), no_full_collections(collect=False)
+    cold.__enter__()
+    resync.__enter__()
+    assert _full_collections_during(lambda: cold.__exit__(None, None, None)) == 0  # the resync lists
+    assert _full_collections_during(lambda: resync.__exit__(None, None, None)) == 1
+    assert gc.get_threshold() == (700, 10, 10)
