@@ -6,8 +6,8 @@ a page of decoded objects alive while it is applied and the next one read ahead 
 ResourceSlices is tens of MiB of dicts), so nearly every page crossed that line and the collector
 walked every object of the process again: measured by ``gc.callbacks`` on the 1,000-node cold sync,
 19 full collections took 5.5 s of its 21 s (the young generations 1.6 s more). The decoded objects
-are trees, freed by their reference counts when the page is done; the young generations still
-collect as before, so a cycle made and dropped within a page still goes. What a full collection
+are trees, freed by their reference counts when the page is done; a cycle made and dropped within a
+page still goes at the next young collection (rarer in a cold sync: below). What a full collection
 would have found is collected once the list is over (``gc.collect``), as before the list began.
 
 A cold sync pauses the young generations too, for the same reason: a decoded page lives while it is
