@@ -1,4 +1,5 @@
-"""The in-memory object store behind kubesim: thread-safe, one global resourceVersion, watch history.
+"""The in-memory object store behind kubesim: thread-safe, one global resourceVersion, watch history
+(kubesim/store_watches.py).
 
 Every write happens under one lock: it assigns the next resourceVersion, serializes the object once
 (lists and watches send those bytes as they are), appends to the resource's history (for watches that
@@ -17,9 +18,7 @@ import random
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubesim import errors, registry, strategy
@@ -27,11 +26,10 @@ from kubesim.admission import AdmissionRequest, ValidatingPolicies
 from kubesim.errors import ApiError
 from kubesim.registry import ResourceInfo
 from kubesim.selectors import Matcher, compile_matcher
+from kubesim.store_watches import Key, Listener, Table, WatchHistory
 from kubesim.strategy import WriteOptions
-from kubesim.watchers import Converter, Entry, Event, WatchStream
+from kubesim.watchers import Entry, Event
 
-Key = tuple[str, str]  # (namespace or "", name)
-Listener = Callable[[str, str, dict[str, Any]], None]
 Mutator = Callable[[dict[str, Any]], dict[str, Any]]
 # Named once here: inside `Store` the name `list` is its method (the API verb), not the builtin.
 Objects = list[dict[str, Any]]
@@ -51,17 +49,7 @@ def dumps(obj: dict[str, Any]) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-@dataclass(slots=True)
-class _Table:
-    info: ResourceInfo
-    objects: dict[Key, Entry] = field(default_factory=dict)
-    history: deque[Event] = field(default_factory=deque)
-    compacted_rv: int = 0  # watches from a resourceVersion below this get 410
-    watchers: set[WatchStream] = field(default_factory=set)
-    sorted_keys: list[Key] | None = None
-
-
-class Store:
+class Store(WatchHistory):
     def __init__(
         self,
         *,
@@ -75,7 +63,7 @@ class Store:
         self._rng = random.Random(seed)
         self._lock = threading.RLock()
         self._rv = 0
-        self._tables = {info.plural: _Table(info) for info in registry.RESOURCES}
+        self._tables = {info.plural: Table(info) for info in registry.RESOURCES}
         self._listeners: list[Listener] = []
         # ownerReferences uid -> dependents, for cascading deletion (the garbage collector's graph).
         self._dependents: dict[str, set[tuple[str, Key]]] = {}
@@ -549,84 +537,6 @@ class Store:
         for ref in new_refs:
             self._dependents.setdefault(ref.get("uid", ""), set()).add((resource, key))
 
-    def _publish(self, table: _Table, event: Event) -> None:
-        table.history.append(event)
-        if len(table.history) > self.history_window:
-            table.compacted_rv = table.history.popleft().rv
-        for watcher in table.watchers:
-            watcher.offer(event)
-        if self._listeners:
-            obj = json.loads(event.new.raw)
-            for fn in self._listeners:
-                fn(event.type, event.resource, obj)
-
-    # ------------------------------------------------------------------------------------- watches
-
-    def watch(
-        self,
-        resource: str,
-        namespace: str | None,
-        since: int | None,
-        matcher: Matcher | None,
-        convert: Converter | None = None,
-    ) -> WatchStream:
-        """Subscribe. since=None: synthetic ADDED for current state first; else replay history after
-        `since` (410 Expired when it is older than the history window)."""
-        table = self._tables[resource]
-        stream = WatchStream(resource, namespace, matcher, convert)
-        with self._lock:
-            if since is None:
-                current = [e for k, e in sorted(table.objects.items()) if not namespace or k[0] == namespace]
-                for entry in current:
-                    meta = entry.obj["metadata"]
-                    stream.offer(Event(entry.rv, "ADDED", resource, meta.get("namespace", ""), entry, None))
-            else:
-                if since < table.compacted_rv:
-                    raise errors.too_old_resource_version(since, table.compacted_rv + 1)
-                for event in table.history:
-                    if event.rv > since:
-                        stream.offer(event)
-            table.watchers.add(stream)
-        return stream
-
-    def unwatch(self, stream: WatchStream) -> None:
-        with self._lock:
-            self._tables[stream.resource].watchers.discard(stream)
-        stream.close()
-
-    def close_watches(self, resource: str | None = None) -> int:
-        """End watch streams (all, or one resource's): clients see the stream end and re-watch."""
-        with self._lock:
-            tables = [self._tables[resource]] if resource else list(self._tables.values())
-            streams = [w for t in tables for w in t.watchers]
-            for t in tables:
-                t.watchers.clear()
-        for stream in streams:
-            stream.close()
-        return len(streams)
-
-    def compact(self, resource: str | None = None) -> int:
-        """Drop all watch history: a watch from any resourceVersion before now gets 410."""
-        with self._lock:
-            for table in [self._tables[resource]] if resource else self._tables.values():
-                table.history.clear()
-                table.compacted_rv = self._rv
-            return self._rv
-
-    def last_change(self, resource: str) -> int:
-        """The resourceVersion of the resource's newest event still in history (0 when none)."""
-        with self._lock:
-            history = self._tables[resource].history
-            return history[-1].rv if history else 0
-
-    def watcher_count(self, resource: str) -> int:
-        """Open watch streams on a resource (a test waits for a client's watch to be open)."""
-        with self._lock:
-            return len(self._tables[resource].watchers)
-
-    def oldest_watchable(self, resource: str) -> int:
-        return self._tables[resource].compacted_rv
-
     # ---------------------------------------------------------------------- resources and CRDs
 
     def info(self, resource: str) -> ResourceInfo:
@@ -666,7 +576,7 @@ class Store:
             return
         table = self._tables.get(info.plural)
         if table is None:
-            self._tables[info.plural] = _Table(info)
+            self._tables[info.plural] = Table(info)
         elif table.info.is_custom:
             table.info = info
 
