@@ -13,7 +13,7 @@ queued and sent with the block's other writes in one round trip (keys are set on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any
 
@@ -99,22 +99,7 @@ def insert_each(model: type[models.Model], objs: Sequence[Any]) -> None:
         return
     pk = _column(meta.pk)
     fields = [field for field in meta.concrete_fields if field is not pk]
-    qn = connection.ops.quote_name
-    row_sql = "({})".format(", ".join(["%s"] * len(fields)))
-    per_statement = max(1, MAX_PARAMETERS // len(fields))
-    for start in range(0, len(objs), per_statement):
-        batch = objs[start : start + per_statement]
-        params = [
-            field.get_db_prep_save(field.pre_save(obj, add=True), connection)
-            for obj in batch
-            for field in fields
-        ]
-        sql = "INSERT INTO {} ({}) VALUES {} RETURNING {}".format(  # noqa: S608
-            qn(meta.db_table),
-            ", ".join(qn(str(field.column)) for field in fields),
-            ", ".join([row_sql] * len(batch)),
-            qn(str(pk.column)),
-        )
+    for batch, sql, params in _inserts(connection, meta, fields, objs, returning=str(pk.column)):
         write(sql, params, partial(_set_keys, batch, connection.alias))
 
 
@@ -138,9 +123,26 @@ def insert_with_keys(model: type[models.Model], objs: Sequence[Any]) -> None:
         for obj in objs:
             obj.save(force_insert=True)
         return
-    fields = list(meta.concrete_fields)
+    for batch, sql, params in _inserts(connection, meta, list(meta.concrete_fields), objs, returning=None):
+        write(sql, params)
+        for obj in batch:
+            obj._state.adding = False
+            obj._state.db = connection.alias
+
+
+def _inserts(
+    connection: Any,
+    meta: Any,
+    fields: list[models.Field[Any, Any]],
+    objs: Sequence[Any],
+    *,
+    returning: str | None,
+) -> Iterator[tuple[Sequence[Any], str, list[Any]]]:
+    """Multi-row INSERTs of ``objs`` (each batch under PostgreSQL's parameter limit), every field
+    prepared as ``save`` prepares it: (the batch, the statement, its parameters)."""
     qn = connection.ops.quote_name
     row_sql = "({})".format(", ".join(["%s"] * len(fields)))
+    tail = f" RETURNING {qn(returning)}" if returning else ""
     per_statement = max(1, MAX_PARAMETERS // len(fields))
     for start in range(0, len(objs), per_statement):
         batch = objs[start : start + per_statement]
@@ -149,15 +151,14 @@ def insert_with_keys(model: type[models.Model], objs: Sequence[Any]) -> None:
             for obj in batch
             for field in fields
         ]
-        sql = "INSERT INTO {} ({}) VALUES {}".format(  # noqa: S608
+        # Identifiers come from the model's metadata, quoted; every value is a parameter.
+        sql = "INSERT INTO {} ({}) VALUES {}{}".format(  # noqa: S608
             qn(meta.db_table),
             ", ".join(qn(str(field.column)) for field in fields),
             ", ".join([row_sql] * len(batch)),
+            tail,
         )
-        write(sql, params)
-        for obj in batch:
-            obj._state.adding = False
-            obj._state.db = connection.alias
+        yield batch, sql, params
 
 
 def _column(field: Any) -> models.Field[Any, Any]:
