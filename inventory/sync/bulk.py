@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from decimal import Decimal
 from functools import cache
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import orjson
+import psycopg
 from django.db import connections, models, router
 from django.utils import timezone
-from psycopg.types.json import Jsonb
+from psycopg.types.json import Jsonb, set_json_dumps
 
 CREATE_BATCH = 1000
 
@@ -69,23 +72,40 @@ def _auto_time(field: models.Field[Any, Any]) -> bool:
     return bool(getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False))
 
 
-@cache
-def _preparers(model: type[models.Model]) -> tuple[Callable[[Any, Any], Any], ...]:
-    """One function per concrete field: (value, connection) -> the value to COPY."""
+# What a preparer gives: the column's values to COPY, and whether each of them is of the Python type
+# the column's binary dumper takes (see _copy).
+Prepared = tuple[list[Any], bool]
 
-    def preparer(field: models.Field[Any, Any]) -> Callable[[Any, Any], Any]:
+
+@cache
+def _preparers(model: type[models.Model]) -> tuple[Callable[[list[Any], Any], Prepared], ...]:
+    """One function per concrete field: (a column's values, connection) -> the values to COPY.
+
+    Whole columns, not values: a call per value was ~4 % of a cold sync at 1,000 nodes. A column of
+    plain values is checked by the set of its values' types (``map``, in C) and sent as it is; a
+    column with another type in it is prepared value by value as before."""
+
+    def preparer(field: models.Field[Any, Any]) -> Callable[[list[Any], Any], Prepared]:
         def slow(value: Any, connection: Any) -> Any:
             return field.get_db_prep_save(value, connection)
 
-        if type(field) is models.JSONField and field.encoder is None:
+        if _plain_json(field):
 
-            def json_value(value: Any, connection: Any) -> Any:
-                return slow(value, connection) if value is None else Jsonb(value, dumps=_json_dumps)
+            def json_values(values: list[Any], connection: Any) -> Prepared:
+                # Sent as they are: _copy dumps them with _json_dumps (a Jsonb wrapper per value, made
+                # for a whole column at once, set off young collections of everything then alive).
+                if None not in values:
+                    return values, True
+                null = slow(None, connection)
+                return [null if value is None else value for value in values], null is None
 
-            return json_value
+            return json_values
         types = _plain_types(field)
         if types is None:
-            return slow
+            return lambda values, connection: ([slow(value, connection) for value in values], False)
+        allowed = frozenset(types) | ({type(None)} if field.null else set())
+        checked = datetime in types or Decimal in types
+        text = types == (str,)
 
         def plain(value: Any, connection: Any) -> Any:
             if value is None and field.null:
@@ -99,21 +119,81 @@ def _preparers(model: type[models.Model]) -> tuple[Callable[[Any, Any], Any], ..
                 return slow(value, connection)
             return value
 
-        return plain
+        def plain_values(values: list[Any], connection: Any) -> Prepared:
+            kinds = set(map(type, values))
+            if (
+                kinds <= allowed
+                # a choices enum (a str subclass): CharField's preparation gives it back as it is
+                or (text and all(kind in allowed or issubclass(kind, str) for kind in kinds))
+            ) and not (
+                checked
+                and any(
+                    value.tzinfo is None if type(value) is datetime else not value.is_finite()
+                    for value in values
+                    if value is not None
+                )
+            ):
+                return values, True
+            return [plain(value, connection) for value in values], False
+
+        return plain_values
 
     return tuple(preparer(field) for field in model._meta.concrete_fields)
 
 
-def _copy(model: type[models.Model], connection: Any, rows: Iterable[list[Any]]) -> None:
+@cache
+def _binary_types(model: type[models.Model]) -> tuple[int, ...] | None:
+    """The oid of each concrete field's column type, for a binary COPY; None where one is not a type
+    psycopg knows by name (PostgreSQL's built-in types have fixed oids)."""
+    registry, connection = psycopg.adapters.types, connections[router.db_for_write(model)]
+    oids = []
+    for field in model._meta.concrete_fields:
+        info = registry.get(re.sub(r"\(.*\)", "", field.db_type(connection) or "").strip())
+        if info is None:
+            return None
+        oids.append(info.oid)
+    return tuple(oids)
+
+
+def _plain_json(field: models.Field[Any, Any]) -> bool:
+    return type(field) is models.JSONField and field.encoder is None
+
+
+def _copy(model: type[models.Model], connection: Any, columns: list[list[Any]]) -> None:
+    """COPY rows given as columns: one list of values per concrete field, in their order.
+
+    In PostgreSQL's binary format where every value is one its column's binary dumper takes (the
+    plain values above, JSON): the text format's row formatting here and its parsing in the server
+    took twice as long for the intervals (60,000 rows: 0.35 against 0.17 CPU seconds here, 0.70
+    against 0.33 s wall). Anything else (a value Django prepared) goes as text, as before."""
+    prepared, binary = [], True
+    for prepare, values in zip(_preparers(model), columns, strict=True):
+        column, plain = prepare(values, connection)
+        prepared.append(column)
+        binary &= plain
+    oids = _binary_types(model) if binary else None
+    fields = model._meta.concrete_fields
+    if oids is None:  # JSON as text goes in its wrapper (a dict or list has no dumper of its own)
+        prepared = [
+            [value if value is None or isinstance(value, Jsonb) else Jsonb(value) for value in column]
+            if _plain_json(field)
+            else column
+            for field, column in zip(fields, prepared, strict=True)
+        ]
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(str(field.column)) for field in model._meta.concrete_fields)
-    statement = f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN"
-    preparers = _preparers(model)
-    with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:
-        for row in rows:
-            copy.write_row(
-                [prepare(value, connection) for prepare, value in zip(preparers, row, strict=True)]
-            )
+    names = ", ".join(quote(str(field.column)) for field in fields)
+    statement = f"COPY {quote(model._meta.db_table)} ({names}) FROM STDIN"
+    if oids is not None:
+        statement += " (FORMAT BINARY)"
+    with connection.cursor() as cursor:
+        raw = cursor.cursor  # psycopg's own: Django's wrapper has no copy()
+        set_json_dumps(_json_dumps, raw)  # this cursor's JSON, as the Jsonb(..., dumps=) before
+        with raw.copy(statement) as copy:
+            if oids is not None:
+                copy.set_types(oids)
+            write = copy.write_row
+            for row in zip(*prepared, strict=True):
+                write(row)
 
 
 def _copies(model: type[models.Model]) -> Any:
@@ -166,17 +246,15 @@ def insert_rows(model: type[models.Model], objs: Sequence[Any]) -> None:
     if connection is None:
         model._default_manager.bulk_create(objs, batch_size=CREATE_BATCH)
         return
-    fields = model._meta.concrete_fields
     _copy(
         model,
         connection,
-        (
-            [
-                field.pre_save(obj, True) if _auto_time(field) else getattr(obj, field.attname)
-                for field in fields
-            ]
-            for obj in objs
-        ),
+        [
+            [field.pre_save(obj, True) for obj in objs]
+            if _auto_time(field)
+            else list(map(attrgetter(field.attname), objs))
+            for field in model._meta.concrete_fields
+        ],
     )
     for obj in objs:
         obj._state.adding = False
@@ -195,15 +273,23 @@ def insert_values(model: type[models.Model], rows: Sequence[dict[str, Any]]) -> 
         insert_rows(model, [model(**row) for row in rows])
         return
     now = timezone.now()  # what pre_save gives an auto_now(_add) field, given or not
-    fields = [(f.attname, _default_maker(f, len(rows)), _auto_time(f)) for f in model._meta.concrete_fields]
     _copy(
         model,
         connection,
-        (
-            [now if auto else row[name] if name in row else default() for name, default, auto in fields]
-            for row in rows
-        ),
+        [
+            [now] * len(rows) if _auto_time(field) else _column(field, rows)
+            for field in model._meta.concrete_fields
+        ],
     )
+
+
+def _column(field: models.Field[Any, Any], rows: Sequence[dict[str, Any]]) -> list[Any]:
+    """One field's values of ``rows``: given, or its default where a row leaves it out."""
+    try:
+        return list(map(itemgetter(field.attname), rows))
+    except KeyError:
+        name, default = field.attname, _default_maker(field, len(rows))
+        return [row[name] if name in row else default() for row in rows]
 
 
 def _default_maker(field: models.Field[Any, Any], rows: int) -> Callable[[], Any]:

@@ -13,11 +13,12 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -70,6 +71,29 @@ def backoff_delay(attempt: int, *, retry_after: float | None = None) -> float:
     """Exponential backoff with full jitter in [0.5, 1.5) of the step, honouring Retry-After."""
     delay = backoff_seconds(attempt, base=BACKOFF_BASE, cap=BACKOFF_CAP, jitter=(0.5, 1.5))
     return max(delay, retry_after or 0.0)
+
+
+@contextmanager
+def _list_commits_without_flush() -> Iterator[None]:
+    """A list's page commits without waiting for their WAL flush, as ``_page_commit_without_flush``
+    makes them, set once for the list's pages instead of once a page: that ``SET LOCAL`` was a round
+    trip of its own before each page, 4.5 % of the writer's samples in the 5,000-node cold sync (600
+    pages), each waiting for PostgreSQL's process to be scheduled on a loaded machine. Put back
+    before the list's last transaction (the SyncState row), which commits normally as before."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET synchronous_commit TO OFF")
+    try:
+        yield
+    finally:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET synchronous_commit")
+        except DatabaseError:  # a connection that broke takes its session's setting with it
+            if connection.is_usable():
+                raise
 
 
 def _page_commit_without_flush() -> None:
@@ -202,30 +226,32 @@ class ClusterSync:
         version = ""
         pages = kube.list_pages(self.api, kind=kind, page_size=self.page_size)
         try:
-            for number, page in enumerate(
-                read_ahead(
-                    pages,
-                    name=f"inventory-list-{self.cluster.name}-{kind}",
-                    idle=self.apply_queued if self._live is not None else None,
-                )
-            ):
-                for items in self._page_parts(page.items):
-                    if self._live is not None:
-                        self.apply_queued()
-                        items = entries_to_apply(self._live, items, watch_version=self.versions.get(kind, ""))
-                        if not items:
-                            continue  # all left to the watch
-                    began = time.monotonic()
-                    with transaction.atomic():
-                        _page_commit_without_flush()
-                        changes += apply_upserts(self.ctx, kind, items, listing=True)
-                        self.ctx.flush_issues()
-                    if self._live is not None:
-                        self._live.part_took(len(items), time.monotonic() - began)
-                observe_page(kind, state, page.items)
-                version = page.resource_version
-                if on_page is not None:
-                    on_page(kind, number)
+            with _list_commits_without_flush():
+                for number, page in enumerate(
+                    read_ahead(
+                        pages,
+                        name=f"inventory-list-{self.cluster.name}-{kind}",
+                        idle=self.apply_queued if self._live is not None else None,
+                    )
+                ):
+                    for items in self._page_parts(page.items):
+                        if self._live is not None:
+                            self.apply_queued()
+                            items = entries_to_apply(
+                                self._live, items, watch_version=self.versions.get(kind, "")
+                            )
+                            if not items:
+                                continue  # all left to the watch
+                        began = time.monotonic()
+                        with transaction.atomic():
+                            changes += apply_upserts(self.ctx, kind, items, listing=True)
+                            self.ctx.flush_issues()
+                        if self._live is not None:
+                            self._live.part_took(len(items), time.monotonic() - began)
+                    observe_page(kind, state, page.items)
+                    version = page.resource_version
+                    if on_page is not None:
+                        on_page(kind, number)
             listed = len(state.seen)
             if self._live is not None:
                 changes += self._finish_live_list(self._live, state)
