@@ -1,12 +1,13 @@
-"""A submission's cohort lock and the reads made under it, in one round trip (issue 31).
+"""An admission's cohort lock and the reads made under it, in one round trip (issue 31): a
+submission's, and the loop's for each cohort (`readmit`).
 
-Under the cohort lock a submission reads the catalogue's stamp, inventory's capacity stamp and the
+Under the cohort lock a decision reads the catalogue's stamp, inventory's capacity stamp and the
 cohort's live requests. Each was a reply of its own, and every other decider of the cohort waits for
-them. They go with the lock as one message (`gpuplatform.db.together`): PostgreSQL runs them in
-order after the lock is granted, each with its own snapshot, so they see what they saw one round trip
-later. The live requests are read for the tenants of the catalogue this process has cached; they are
-used only when the stamp read beside them says that catalogue is still current (`build_snapshot`
-reads them again otherwise, as after any catalogue edit).
+them. They go with the lock as one message (`gpuplatform.db.together`): PostgreSQL runs them in order
+after the lock is granted, each with its own snapshot, so they see what they saw one round trip later.
+The live requests are read for the tenants of the catalogue this process has cached; they are used
+only when the stamp read beside them says that catalogue is still current (`build_snapshot` reads
+them again otherwise, as after any catalogue edit).
 """
 
 from __future__ import annotations

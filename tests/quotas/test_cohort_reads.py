@@ -8,11 +8,13 @@ from __future__ import annotations
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from inventory.models import Node
 from quotas.models import CapacityRequest, Quota
 from quotas.runner.cohort_reads import lock_cohort_reading
 from quotas.runner.inputs import _live_rows, cohort_root_path, root_id_of
+from quotas.runner.loop import readmit
 from quotas.services.requests import submit_request
 from tenants.services import create_tenant
 from tests.inventory import factories as inv
@@ -108,3 +110,30 @@ def test_capacity_added_after_the_last_submission_is_seen_by_the_next(cast):
 
     after = submit_request(actor=cast.dana, tenant="vision", flavor="h100", amount=1).request
     assert after.state == "admitted"
+
+
+def test_the_loop_sends_the_same_reads_with_its_cohort_lock_and_decides_on_a_changed_catalogue(cast):
+    # given vision holding its 2 and a third waiting, the catalogue cached
+    catalog = make_catalog(cast, physical=16, vision=2, nlp=0)
+    for _ in range(2):
+        submit_request(actor=cast.dana, tenant="vision", flavor="h100", amount=1)
+    waiting = submit_request(actor=cast.dana, tenant="vision", flavor="h100", amount=1).request
+    later = submit_request(actor=cast.dana, tenant="vision", flavor="h100", amount=1).request
+    assert waiting.state == later.state == "pending"
+    # and its quota raised by 1, so the cached catalogue is stale
+    Quota.objects.filter(pk=catalog.vision_quota.pk).update(nominal=3)
+
+    # when the loop decides the cohort again
+    with CaptureQueriesContext(connection) as queries:
+        readmit(root_path=cohort_root_path(cast.vision.path), flavors=[catalog.flavor], now=timezone.now())
+
+    # then exactly the one the new quota makes room for is admitted, the older first
+    waiting.refresh_from_db()
+    later.refresh_from_db()
+    assert (waiting.state, later.state) == ("admitted", "pending")
+    under_cohort_lock = [
+        q["sql"] for q in queries.captured_queries if "pg_advisory_xact_lock(50502" in q["sql"]
+    ]
+    assert len(under_cohort_lock) == 1
+    assert "inventory_capacity_stamp" in under_cohort_lock[0]
+    assert "quotas_capacityrequest" in under_cohort_lock[0]
