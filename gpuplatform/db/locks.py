@@ -70,13 +70,21 @@ def lock_ids_then(space: LockSpace, ids: Iterable[uuid.UUID], read: Statement) -
     """`lock_ids`, then the ``read`` under the locks: its rows. On PostgreSQL the locks and the read
     go in one round trip (`gpuplatform.db.together`: the read still runs after the locks are held,
     with a snapshot taken then); this is for reads made under a lock others queue on."""
+    return lock_ids_then_all(space, ids, [read])[-1]
+
+
+def lock_ids_then_all(
+    space: LockSpace, ids: Iterable[uuid.UUID], reads: list[Statement]
+) -> list[list[tuple[Any, ...]]]:
+    """As `lock_ids_then`, with several reads after the locks, each run with its own snapshot, in
+    order; every read's rows. Still one round trip on PostgreSQL."""
     if not _require_transaction():
-        return run_together([read])[-1] or []
+        return [rows or [] for rows in run_together(reads)]
     locks: list[Statement] = [
         ("SELECT pg_advisory_xact_lock(%s, %s)", [int(space), key])
         for key in sorted({id_key(v) for v in ids})
     ]
-    return run_together([*locks, read])[-1] or []
+    return [rows or [] for rows in run_together([*locks, *reads])[len(locks) :]]
 
 
 def lock_name(space: LockSpace, name: str) -> None:

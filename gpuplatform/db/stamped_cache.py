@@ -45,6 +45,12 @@ class StampedCache(Generic[V]):
                 self._values[key] = (stamp, value)
         return value
 
+    def peek(self, key: Hashable) -> tuple[int, V] | None:
+        """What is cached for ``key`` and the stamp it was read under, checked against nothing: for a
+        caller that reads the stamp later and uses the value only if the two are equal."""
+        with self._lock:
+            return self._values.get(key)
+
     def put_at(self, stamp: int, values: dict[Hashable, V]) -> None:
         """Cache ``values`` under ``stamp``, read (as `get_at` requires) before they were."""
         with self._lock:

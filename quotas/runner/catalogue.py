@@ -13,13 +13,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
 
-from django.db import connection
 from django.db.models import Q
 
 from gpuplatform.db.stamped_cache import StampedCache
 from quotas import admission as engine
 from quotas.models import Budget, Flavor, PriorityClass, Queue, Quota
-from quotas.runner.locks import lock_cohorts, lock_cohorts_then
 from tenants.models import Tenant
 
 
@@ -82,23 +80,26 @@ UNREAD = -1
 
 def catalogue_of(*, root_path: str, flavors: list[Flavor], stamp: int | None = UNREAD) -> Catalogue:
     """The cohort's catalogue for these flavors: from this process's cache while the stamp is
-    unchanged, else read afresh. ``stamp``: the stamp as `lock_cohort_reading_stamp` read it under
+    unchanged, else read afresh. ``stamp``: the stamp as `quotas.runner.cohort_reads` read it under
     the cohort's lock, in this transaction; by default it is read here."""
-    key = (root_path, tuple(sorted((str(f.pk), tuple(f.resource_names)) for f in flavors)))
+    key = _key(root_path, flavors)
     read = partial(_read, root_path=root_path, flavors=flavors)
     return _cache.get(key, read) if stamp == UNREAD else _cache.get_at(stamp, key, read)
 
 
-def lock_cohort_reading_stamp(*, root_id: uuid.UUID) -> int | None:
-    """The cohort's admission lock (`lock_cohorts`), then the catalogue's stamp read under it, in one
-    round trip on PostgreSQL: the stamp `catalogue_of` is then given. None where nothing is cached."""
-    if connection.vendor != "postgresql":
-        lock_cohorts(root_ids=[root_id])
-        return None
-    return _cache.stamp_of(lock_cohorts_then(root_ids=[root_id], read=(_cache.stamp_sql, None)))
+def _key(root_path: str, flavors: list[Flavor]) -> tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]:
+    return (root_path, tuple(sorted((str(f.pk), tuple(f.resource_names)) for f in flavors)))
+
+
+def cached_catalogue(*, root_path: str, flavors: list[Flavor]) -> tuple[int, Catalogue] | None:
+    """What this process has cached for the cohort and the stamp it was read under, unchecked: for
+    a caller that reads the stamp after it (`catalogue_of` then gives this same object if they match)."""
+    return _cache.peek(_key(root_path, flavors))
 
 
 _cache: StampedCache[Catalogue] = StampedCache("quotas_catalogue_stamp")
+CATALOGUE_STAMP_SQL = _cache.stamp_sql  # sent under the cohort lock with other reads
+catalogue_stamp_of = StampedCache.stamp_of
 
 
 def _read(*, root_path: str, flavors: list[Flavor]) -> Catalogue:

@@ -14,7 +14,7 @@ from gpuplatform.db.bulk_update import update_each
 from quotas import admission as engine
 from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor, RequestTransition
-from quotas.runner.catalogue import UNREAD
+from quotas.runner.cohort_reads import CohortReads
 from quotas.runner.inputs import (
     Explained,
     SnapshotRows,
@@ -59,24 +59,26 @@ def decide_cohort(
     extra: list[CapacityRequest] | None = None,
     check: Callable[[engine.Snapshot], None] | None = None,
     arrival_id: str | None = None,
-    catalogue_stamp: int | None = UNREAD,
+    reads: CohortReads | None = None,
 ) -> tuple[AdmissionRun, SnapshotRows]:
     """Run the engine over the cohort: `schedule` passes until no preemption frees more. The caller
     holds the cohort lock; this takes the flavor locks last and returns holding them, so the caller's
     writes follow at once. ``check`` may refuse (raise) on the first snapshot, before any flavor lock;
-    ``arrival_id`` names a new arrival (in ``extra``) to decide alone; ``catalogue_stamp``: the stamp
-    read under the cohort lock (`lock_cohort_reading_stamp`), when the caller read it."""
+    ``arrival_id`` names a new arrival (in ``extra``) to decide alone; ``reads``: what the caller read
+    with the cohort lock (`lock_cohort_reading`), when it took it so."""
+    reads = reads or CohortReads()
     key = tuple(sorted(str(f.pk) for f in flavors))
     guess = _last_free.get(key)
     # Inventory changes pool capacity without the flavor locks: read before them, once.
-    capacity = pool_capacity(flavors)
+    capacity = pool_capacity(flavors, stamp=reads.capacity_stamp)
     snapshot, snapshot_rows = build_snapshot(
         root_path=root_path,
         flavors=flavors,
         now=now,
         free=guess if guess is not None else physical_free(flavors, capacity=capacity),
         extra=extra or [],
-        catalogue_stamp=catalogue_stamp,
+        catalogue_stamp=reads.catalogue_stamp,
+        live=reads.live,
     )
     if check is not None:
         check(snapshot)

@@ -26,14 +26,15 @@ from django.db.models import BigIntegerField, Q, Sum, TextField
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
-from gpuplatform.db.together import run_together
+from gpuplatform.db.together import Statement, run_together
+from inventory.selectors import UNREAD as CAPACITY_UNREAD
 from inventory.selectors import cached_pool_resource_capacity
 from quotas import admission as engine
 from quotas import ports
 from quotas.admission.snapshot import hours
 from quotas.models import Budget, CapacityRequest, Flavor, FlavorHold, WorkloadCheck
 from quotas.models.requests import HOLDING, RequestState
-from quotas.runner.catalogue import UNREAD, catalogue_of
+from quotas.runner.catalogue import UNREAD, Catalogue, catalogue_of
 from quotas.runner.locks import lock_flavors, lock_flavors_then
 from tenants.models import Tenant
 
@@ -156,9 +157,12 @@ def held_by_flavor(flavors: list[Flavor], *, lock: bool = False) -> dict[uuid.UU
     return held
 
 
-def pool_capacity(flavors: Iterable[Flavor]) -> dict[uuid.UUID, dict[str, int]]:
-    """Each flavor's pool's capacity per resource (inventory's, cached until it changes)."""
-    return cached_pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id])
+def pool_capacity(
+    flavors: Iterable[Flavor], *, stamp: int | None = CAPACITY_UNREAD
+) -> dict[uuid.UUID, dict[str, int]]:
+    """Each flavor's pool's capacity per resource (inventory's, cached until it changes). ``stamp``:
+    inventory's capacity stamp, when the caller read it (`quotas.runner.cohort_reads`)."""
+    return cached_pool_resource_capacity(pool_ids=[f.pool_id for f in flavors if f.pool_id], stamp=stamp)
 
 
 def physical_free(
@@ -231,6 +235,22 @@ _LIVE_SQL = f"""
 _LIVE_STATES = [str(state) for state in (*HOLDING, RequestState.PENDING)]
 
 
+def live_statement(*, tenant_ids: list[uuid.UUID], flavor_ids: list[uuid.UUID]) -> Statement:
+    """The read of the cohort's live requests (PostgreSQL), for a caller that sends it with others."""
+    return (_LIVE_SQL, [flavor_ids, _LIVE_STATES, tenant_ids])
+
+
+@dataclass(frozen=True)
+class LiveRead:
+    """The live requests as a caller read them (`quotas.runner.cohort_reads`) for the tenants of
+    ``catalogue`` and these flavors: `build_snapshot` takes them only if it decides on that very
+    catalogue (the one cached at the stamp read with them), else it reads them again."""
+
+    catalogue: Catalogue
+    flavor_ids: tuple[uuid.UUID, ...]
+    rows: list[tuple[Any, ...]]
+
+
 def _live_rows(*, tenant_ids: list[uuid.UUID], flavor_ids: list[uuid.UUID]) -> Iterable[tuple[Any, ...]]:
     if connection.vendor != "postgresql":
         return (
@@ -241,7 +261,7 @@ def _live_rows(*, tenant_ids: list[uuid.UUID], flavor_ids: list[uuid.UUID]) -> I
             .values_list(*LIVE_FIELDS)
         )
     with connection.cursor() as cursor:
-        cursor.execute(_LIVE_SQL, [flavor_ids, _LIVE_STATES, tenant_ids])
+        cursor.execute(*live_statement(tenant_ids=tenant_ids, flavor_ids=flavor_ids))
         return cursor.fetchall()
 
 
@@ -253,10 +273,12 @@ def build_snapshot(
     free: dict[str, dict[str, int]],
     extra: Iterable[CapacityRequest] = (),
     catalogue_stamp: int | None = UNREAD,
+    live: LiveRead | None = None,
 ) -> tuple[engine.Snapshot, SnapshotRows]:
     """The cohort under ``root_path`` for ``flavors``, plus ``extra`` unsaved pending requests, with
     ``free`` physical capacity (see `physical_free`; the caller decides when to read it).
-    ``catalogue_stamp``: as `catalogue_of` takes it."""
+    ``catalogue_stamp``: as `catalogue_of` takes it; ``live``: the live requests, if the caller read
+    them with that stamp."""
     snapshot_rows = SnapshotRows(flavors={f.name: f for f in flavors})
     flavor_ids = [f.pk for f in flavors]
     catalogue = catalogue_of(root_path=root_path, flavors=flavors, stamp=catalogue_stamp)
@@ -269,7 +291,10 @@ def build_snapshot(
         # decides (`with_fallbacks`); the others are only context here and are not decided.
         return tuple(by_text[i] for i in ids or () if i in by_text)
 
-    live = _live_rows(tenant_ids=list(slug_of), flavor_ids=flavor_ids)
+    if live is not None and live.catalogue is catalogue and live.flavor_ids == tuple(flavor_ids):
+        rows: Iterable[tuple[Any, ...]] = live.rows
+    else:
+        rows = _live_rows(tenant_ids=list(slug_of), flavor_ids=flavor_ids)
     active: list[engine.ActiveAllocation] = []
     pending: list[engine.PendingRequest] = []
     for (
@@ -290,7 +315,7 @@ def build_snapshot(
         queue_position,
         cohort_position,
         fallback_text,
-    ) in live:
+    ) in rows:
         amounts, fallback_ids = _json(amounts_text), _json(fallback_text)
         rid = str(pk)
         snapshot_rows.explained[rid] = Explained(reason_code, message, queue_position, cohort_position)

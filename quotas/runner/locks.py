@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from gpuplatform.db.locks import LockSpace, lock_ids, lock_ids_then
+from gpuplatform.db.locks import LockSpace, lock_ids, lock_ids_then, lock_ids_then_all
 from gpuplatform.db.together import Statement
 
 
@@ -27,9 +27,11 @@ def lock_cohorts(*, root_ids: Iterable[uuid.UUID]) -> None:
     lock_ids(LockSpace.QUOTA_COHORT, root_ids)
 
 
-def lock_cohorts_then(*, root_ids: Iterable[uuid.UUID], read: Statement) -> list[tuple[Any, ...]]:
-    """`lock_cohorts`, then ``read`` under them, in one round trip on PostgreSQL: its rows."""
-    return lock_ids_then(LockSpace.QUOTA_COHORT, root_ids, read)
+def lock_cohorts_then_all(
+    *, root_ids: Iterable[uuid.UUID], reads: list[Statement]
+) -> list[list[tuple[Any, ...]]]:
+    """`lock_cohorts`, then each of ``reads`` under them, in one round trip on PostgreSQL: their rows."""
+    return lock_ids_then_all(LockSpace.QUOTA_COHORT, root_ids, reads)
 
 
 def lock_flavors(*, flavor_ids: Iterable[uuid.UUID]) -> None:

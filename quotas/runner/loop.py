@@ -25,9 +25,9 @@ from quotas.dispatch import materialise_after_commit
 from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor
 from quotas.models.requests import HOLDING, RequestState
+from quotas.runner.cohort_reads import lock_cohort_reading
 from quotas.runner.decide import Persisted, decide_cohort, persist
 from quotas.runner.inputs import cohort_root_path, root_id_of, within_subtrees
-from quotas.runner.locks import lock_cohorts
 from tenants.models import Tenant, TenantState
 
 logger = logging.getLogger(__name__)
@@ -106,8 +106,9 @@ def readmit(*, root_path: str, flavors: list[Flavor], now: datetime) -> Persiste
     """Decide every pending request of the cohort on these flavors again. Locks flavors and root;
     idempotent (a second run with nothing changed admits nothing more)."""
     with transaction.atomic():
-        lock_cohorts(root_ids=[root_id_of(root_path)])
-        outcome, snapshot_rows = decide_cohort(root_path=root_path, flavors=flavors, now=now)
+        # The lock, both stamps and the live requests in one round trip, as a submission sends them.
+        reads = lock_cohort_reading(root_id=root_id_of(root_path), root_path=root_path, flavors=flavors)
+        outcome, snapshot_rows = decide_cohort(root_path=root_path, flavors=flavors, now=now, reads=reads)
         persisted = persist(outcome=outcome, snapshot_rows=snapshot_rows, now=now)
         materialise_after_commit([*persisted.admitted, *persisted.preempted])
     return persisted

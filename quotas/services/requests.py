@@ -22,7 +22,7 @@ from quotas.dispatch import materialise_after_commit
 from quotas.lifecycle import ActorKind, Event, Move, move_requests
 from quotas.models import CapacityRequest, Flavor, RequestTransition
 from quotas.models.requests import HOLDING, ApprovalState
-from quotas.runner.catalogue import lock_cohort_reading_stamp
+from quotas.runner.cohort_reads import CohortReads, lock_cohort_reading
 from quotas.runner.decide import decide_cohort, persist, request_ge
 from quotas.runner.inputs import cohort_root_path, micros, root_id_of, with_fallbacks
 from quotas.runner.locks import lock_cohorts, lock_flavors
@@ -178,12 +178,16 @@ def submit_request(
     )
     try:
         with transaction.atomic():
-            stamp = lock_cohort_reading_stamp(root_id=root_id_of(resolved.tenant.path))
+            reads = lock_cohort_reading(
+                root_id=root_id_of(resolved.tenant.path),
+                root_path=cohort_root_path(resolved.tenant.path),
+                flavors=resolved.flavors,
+            )
             if key:
                 earlier = _replay(actor, key, digest)  # a concurrent twin may have committed meanwhile
                 if earlier is not None:
                     return Submitted(earlier, created=False)
-            written = _decide_arrival(actor, request, resolved, catalogue_stamp=stamp)
+            written = _decide_arrival(actor, request, resolved, reads=reads)
     except IntegrityError as exc:
         # The same key with another body, committed by a twin on another cohort meanwhile.
         raise Conflict(
@@ -240,9 +244,9 @@ def _new_request(
 
 
 def _decide_arrival(
-    actor: User, request: CapacityRequest, resolved: Resolved, *, catalogue_stamp: int | None
+    actor: User, request: CapacityRequest, resolved: Resolved, *, reads: CohortReads
 ) -> list[RequestTransition]:
-    """Under the cohort lock (and its catalogue stamp, read under it): whether it awaits approval,
+    """Under the cohort lock (and what was read with it): whether it awaits approval,
     then admission decides it alone, inserts it decided, audits it and queues its cluster objects
     after commit. The transitions written."""
     now = request.created_at
@@ -259,7 +263,7 @@ def _decide_arrival(
         now=now,
         extra=[request],
         arrival_id=str(request.pk),
-        catalogue_stamp=catalogue_stamp,
+        reads=reads,
         check=_RefuseIfNeverFits(
             tenant=resolved.tenant.slug, flavors=resolved.flavors, wanted=request.amounts
         ),
