@@ -138,10 +138,11 @@ def device_parts(ctx: SyncContext) -> Iterator[dict[tuple[str, str, str], UnitRe
     read every counted device whole (tens of thousands of rows, each with its JSON; seconds at
     5,000 nodes, found by a trace of the writer). The rows when the list began, as the key sets."""
     rows = ctx.device_rows()
+    shared: dict[Any, Any] = {}  # across the parts (see context.shared_value)
     after = None
     while True:
         part = list((rows if after is None else rows.filter(pk__gt=after)).order_by("pk")[:DEVICE_PART])
-        yield device_refs(part)
+        yield device_refs(part, shared)
         if len(part) < DEVICE_PART:
             return
         after = part[-1][0]
