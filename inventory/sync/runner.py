@@ -41,6 +41,7 @@ from inventory.sync.live_resync import (
     LiveList,
     device_parts,
     entries_to_apply,
+    live_page_size,
     lookup_parts,
     stored_key_parts,
     vanished_parts,
@@ -224,7 +225,8 @@ class ClusterSync:
             self._live = LiveList(kind=kind, watched=watched)
             self._prime_lookups(kind)
         version = ""
-        pages = kube.list_pages(self.api, kind=kind, page_size=self.page_size)
+        size = live_page_size(kind, self.page_size) if live else self.page_size
+        pages = kube.list_pages(self.api, kind=kind, page_size=size)
         try:
             with _list_commits_without_flush():
                 for number, page in enumerate(

@@ -289,3 +289,30 @@ def test_the_end_of_a_resyncs_list_applies_watch_events_between_its_parts_and_cl
     # none of the pods the watch created meanwhile
     assert not any(_open(cluster, name) for name in vanished)
     assert report.changes["pods"] == len(vanished), report.changes
+
+
+def test_a_resync_lists_resource_slices_in_smaller_pages_than_the_cold_sync(
+    kubesim_factory, register, mapped, monkeypatch
+):
+    # given a watched cluster listed in pages of 5, and a live list's slices in pages of 2
+    monkeypatch.setattr(live_resync, "SLICE_PAGE", 2)
+    sim = kubesim_factory(scenario="mixed", nodes=12, seed=1)
+    cluster = register(sim)
+    syncer = _watched(sim, cluster)
+    slices = len(sim.store.list_readonly("resourceslices"))
+    assert slices > 5
+    pages: dict[str, int] = {}
+
+    def count(kind: str, number: int) -> None:
+        pages[kind] = number + 1
+
+    try:
+        # when the periodic resync lists every kind
+        report = syncer.resync(on_page=count)
+    finally:
+        syncer.stop_event.set()
+        connection.close()
+    # then its slices came two a page and every other kind five, with nothing to repair
+    assert pages["resourceslices"] == -(-slices // 2)
+    assert pages["nodes"] == -(-len(sim.store.list_readonly("nodes")) // 5)
+    assert report.drift == 0, report.changes

@@ -103,3 +103,21 @@ def test_a_resyncs_lists_keep_the_cached_units_and_a_cold_list_drops_them(synced
     assert not ctx.devices_cached
     with django_assert_num_queries(1):
         ctx.node_units(names)
+
+
+def test_the_cached_units_hold_one_object_per_shared_value(synced):
+    # given a context that has read every node's units and the DRA devices, whole and in parts
+    sim, cluster = synced
+    names = {n["metadata"]["name"] for n in sim.store.list_readonly("nodes")}
+    ctx = SyncContext(cluster=cluster)
+    refs = [ref for refs in ctx.node_units(names).values() for ref in refs]
+    whole = list(ctx.dra_devices().values())
+    parted = [ref for part in live_resync.device_parts(SyncContext(cluster=cluster)) for ref in part.values()]
+    # then the units of one node share its id, name and pool, and equal models, kinds and GE are one
+    # object (not one per row: the caches hold ~150,000 units at 5,000 nodes)
+    for found in (refs, whole, parted):
+        for field in ("node_id", "node_name", "pool_id", "model_key", "kind", "ge_each"):
+            values = [getattr(ref, field) for ref in found]
+            assert len({id(value) for value in values}) == len(set(values)), field
+    # and they are what is stored
+    assert ctx.dra_devices() == SyncContext(cluster=cluster).dra_devices()
