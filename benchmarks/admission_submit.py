@@ -83,7 +83,7 @@ def main() -> None:
         return
     if not (args.compare_with and args.old_tree):
         parser.error("--compare-with REV and --old-tree PATH (REV checked out there) are both needed")
-    env = fresh_fleet({"API_THROTTLE_RATE": "100000000/minute"})
+    env = fresh_fleet({"API_THROTTLE_RATE": "100000000/minute", "API_USER_THROTTLE_RATE": "100000000/minute"})
     sides = Sides(script=__file__, argv=["--serve"], old_tree=args.old_tree, env=env)
 
     def burst(label: str, count: int) -> tuple[float, int]:

@@ -88,6 +88,7 @@ def main() -> None:
         **os.environ,
         "DATABASE_URL": DATABASE_URL,
         "API_THROTTLE_RATE": "1000000/minute",
+        "API_USER_THROTTLE_RATE": "1000000/minute",
         "LOG_LEVEL": "WARNING",
     }
     server = start_server(
