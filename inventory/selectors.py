@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db.models import Count, F, Sum
 
-from gpuplatform.db.stamped_cache import StampedCache
+from gpuplatform.db.stamped_cache import UNREAD, StampedCache
 from inventory.capacity import pool_model_capacity
 from inventory.domain.device_taints import taints_from_json
 from inventory.domain.gpu_equivalent import ge_to_decimal
@@ -291,9 +291,6 @@ def _fragmentation_report(
     }
 
 
-UNREAD = -1  # `cached_pool_resource_capacity`'s ``stamp`` when the caller has not read it
-
-
 def cached_pool_resource_capacity(
     *, pool_ids: Iterable[uuid.UUID], stamp: int | None = UNREAD
 ) -> dict[uuid.UUID, dict[str, int]]:
@@ -304,7 +301,7 @@ def cached_pool_resource_capacity(
     transaction; by default it is read here."""
     ids = tuple(sorted(set(pool_ids), key=str))
     read = partial(pool_resource_capacity, pool_ids=ids)
-    return _capacity.get(ids, read) if stamp == UNREAD else _capacity.get_at(stamp, ids, read)
+    return _capacity.get_at(stamp, ids, read)
 
 
 _capacity: StampedCache[dict[uuid.UUID, dict[str, int]]] = StampedCache("inventory_capacity_stamp")

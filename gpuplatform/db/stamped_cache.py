@@ -17,6 +17,9 @@ from django.db import connection
 
 V = TypeVar("V")
 
+# A ``stamp`` argument's value when the caller has not read the stamp: `get_at` reads it then.
+UNREAD = -1
+
 
 class StampedCache(Generic[V]):
     def __init__(self, stamp_table: str, *, limit: int = 5_000) -> None:
@@ -32,6 +35,8 @@ class StampedCache(Generic[V]):
     def get_at(self, stamp: int | None, key: Hashable, read: Callable[[], V]) -> V:
         """As `get`, under a ``stamp`` the caller read (`stamp`) before reading any of the values it
         asks for under it: several lookups, one read of the stamp."""
+        if stamp == UNREAD:
+            stamp = self.stamp()
         if stamp is not None:
             with self._lock:
                 hit = self._values.get(key)

@@ -15,7 +15,7 @@ from functools import partial
 
 from django.db.models import Q
 
-from gpuplatform.db.stamped_cache import StampedCache
+from gpuplatform.db.stamped_cache import UNREAD, StampedCache
 from quotas import admission as engine
 from quotas.models import Budget, Flavor, PriorityClass, Queue, Quota
 from tenants.models import Tenant
@@ -74,17 +74,13 @@ def queue_name(slug: str, queue: str) -> str:
     return f"{slug}/{queue}"
 
 
-# `catalogue_of`'s ``stamp`` when the caller has not read it.
-UNREAD = -1
-
-
 def catalogue_of(*, root_path: str, flavors: list[Flavor], stamp: int | None = UNREAD) -> Catalogue:
     """The cohort's catalogue for these flavors: from this process's cache while the stamp is
     unchanged, else read afresh. ``stamp``: the stamp as `quotas.runner.cohort_reads` read it under
     the cohort's lock, in this transaction; by default it is read here."""
     key = _key(root_path, flavors)
     read = partial(_read, root_path=root_path, flavors=flavors)
-    return _cache.get(key, read) if stamp == UNREAD else _cache.get_at(stamp, key, read)
+    return _cache.get_at(stamp, key, read)
 
 
 def _key(root_path: str, flavors: list[Flavor]) -> tuple[str, tuple[tuple[str, tuple[str, ...]], ...]]:

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from gpuplatform.db.stamped_cache import UNREAD
 from gpuplatform.db.together import Statement
 from inventory.selectors import CAPACITY_STAMP_SQL, capacity_stamp_of
 from quotas.models import Flavor
-from quotas.runner.catalogue import CATALOGUE_STAMP_SQL, UNREAD, cached_catalogue, catalogue_stamp_of
+from quotas.runner.catalogue import CATALOGUE_STAMP_SQL, cached_catalogue, catalogue_stamp_of
 from quotas.runner.inputs import LiveRead, live_statement
 from quotas.runner.locks import lock_cohorts, lock_cohorts_then_all
 

@@ -26,15 +26,15 @@ from django.db.models import BigIntegerField, Q, Sum, TextField
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
 
+from gpuplatform.db.stamped_cache import UNREAD
 from gpuplatform.db.together import Statement, run_together
-from inventory.selectors import UNREAD as CAPACITY_UNREAD
 from inventory.selectors import cached_pool_resource_capacity
 from quotas import admission as engine
 from quotas import ports
 from quotas.admission.snapshot import hours
 from quotas.models import Budget, CapacityRequest, Flavor, FlavorHold, WorkloadCheck
 from quotas.models.requests import HOLDING, RequestState
-from quotas.runner.catalogue import UNREAD, Catalogue, catalogue_of
+from quotas.runner.catalogue import Catalogue, catalogue_of
 from quotas.runner.locks import lock_flavors, lock_flavors_then
 from tenants.models import Tenant
 
@@ -158,7 +158,7 @@ def held_by_flavor(flavors: list[Flavor], *, lock: bool = False) -> dict[uuid.UU
 
 
 def pool_capacity(
-    flavors: Iterable[Flavor], *, stamp: int | None = CAPACITY_UNREAD
+    flavors: Iterable[Flavor], *, stamp: int | None = UNREAD
 ) -> dict[uuid.UUID, dict[str, int]]:
     """Each flavor's pool's capacity per resource (inventory's, cached until it changes). ``stamp``:
     inventory's capacity stamp, when the caller read it (`quotas.runner.cohort_reads`)."""
