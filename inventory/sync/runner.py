@@ -98,7 +98,8 @@ def _list_commits_without_flush() -> Iterator[None]:
 
 
 def _page_commit_without_flush() -> None:
-    """Let this list page's commit return before its WAL reaches the disk (PostgreSQL only).
+    """Let this transaction's commit return before its WAL reaches the disk (PostgreSQL only): a
+    watch batch applied during a resync (a list's pages have it from `_list_commits_without_flush`).
 
     Waiting for the flush was ~5% of a cold sync (hundreds of page commits). Nothing is at risk: the
     list's last transaction (the SyncState row) commits normally, and that flush covers every page
